@@ -1,0 +1,68 @@
+"""The lessons' own formulas agree with PyTorch for sizes other than the pages' too."""
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tests.conftest import load_script
+
+
+@pytest.mark.parametrize(("shape_q", "t_k"), [((1, 1, 1, 1), 1), ((2, 3, 7, 5), 11), ((4, 8, 16, 64), 9)])
+def test_numpy_attention_matches_torch_sdpa(shape_q, t_k):
+    attention = load_script("week1/01_attention_from_scratch").attention
+    rng = np.random.default_rng(0)
+    Q = rng.standard_normal(shape_q)
+    K = rng.standard_normal((*shape_q[:-2], t_k, shape_q[-1]))
+    V = rng.standard_normal((*shape_q[:-2], t_k, 3))
+    out, weights = attention(Q, K, V)
+    expected = F.scaled_dot_product_attention(*(torch.from_numpy(a) for a in (Q, K, V)))
+    np.testing.assert_allclose(out, expected.numpy(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(weights.sum(-1), 1.0, rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize(("d_model", "heads", "seq_len"), [(8, 1, 3), (12, 3, 6), (64, 8, 10)])
+def test_manual_multi_head_matches_torch_module(d_model, heads, seq_len):
+    multi_head_attention = load_script("week1/03_multihead_shape_check").multi_head_attention
+    torch.manual_seed(0)
+    x = torch.randn(2, seq_len, d_model, dtype=torch.float64)
+    mha = nn.MultiheadAttention(d_model, heads, batch_first=True, dtype=torch.float64)
+    expected, _ = mha(x, x, x, need_weights=False)
+    out, per_head, concat = multi_head_attention(x, mha)
+    assert per_head.shape == (2, heads, seq_len, d_model // heads)
+    assert concat.shape == x.shape
+    torch.testing.assert_close(out, expected, rtol=0, atol=1e-12)
+
+
+def torch_additive_attention(s, H, W_a, U_a, v_a):
+    """An independent torch version of e_i = v_a . tanh(W_a s + U_a h_i)."""
+    s, H, W_a, U_a, v_a = (torch.from_numpy(a) for a in (s, H, W_a, U_a, v_a))
+    e = torch.stack([v_a @ torch.tanh(W_a.T @ s + U_a.T @ h) for h in H])
+    alpha = torch.softmax(e, dim=0)
+    return e, alpha, (alpha[:, None] * H).sum(0)
+
+
+@pytest.mark.parametrize(("T", "d", "n"), [(1, 1, 1), (4, 3, 5), (9, 6, 2), (30, 16, 32)])
+def test_additive_attention_matches_torch(T, d, n):
+    additive_attention = load_script("week1/05_additive_attention").additive_attention
+    rng = np.random.default_rng(T * 100 + d)
+    H, s = rng.standard_normal((T, d)), rng.standard_normal(d)
+    U_a, W_a, v_a = rng.standard_normal((d, n)), rng.standard_normal((d, n)), rng.standard_normal(n)
+    for mine, theirs in zip(additive_attention(s, H, W_a, U_a, v_a),
+                            torch_additive_attention(s, H, W_a, U_a, v_a), strict=True):
+        np.testing.assert_allclose(mine, theirs.numpy(), rtol=0, atol=1e-12)
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+@pytest.mark.parametrize(("d", "h", "f"), [(4, 1, 8), (16, 4, 64), (64, 8, 100), (768, 12, 3072)])
+def test_encoder_layer_formula_matches_torch(d, h, f):
+    encoder_layer_params = load_script("week1/04_encoder_parameter_count").encoder_layer_params
+    layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
+    mha, ffn, norms = encoder_layer_params(d, f)
+    assert mha == count(layer.self_attn)
+    assert ffn == count(layer.linear1) + count(layer.linear2)
+    assert norms == count(layer.norm1) + count(layer.norm2)
+    assert mha + ffn + norms == count(layer)

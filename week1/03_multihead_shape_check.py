@@ -1,0 +1,83 @@
+"""Multi-head attention by hand, shape by shape, checked against torch.nn.MultiheadAttention.
+
+Page: Week 1, section 5 "Several readers at once (multi-head attention and W^O)",
+executed shape check 03_multihead_shape_check.
+
+    MHA(X) = Concat(H_1, ..., H_h) W^O,   H_i = softmax(Q_i K_i^T / sqrt(d_k)) V_i
+
+With d_model = 16 and h = 4 heads, each head works in d_k = d_model / h = 4 dimensions;
+the 4 heads of width 4 concatenate back to width 16, and W^O [16, 16] mixes them.
+
+Setup (REPRODUCTION.md: matches the page's lines, not proven to be the original):
+torch.manual_seed(42), then x = torch.randn(2, 5, 16), then the module (the order
+matters). The reference is the module called with need_weights=False; the manual version
+re-uses the module's own W^Q, W^K, W^V (chunks of in_proj_weight), biases and W^O.
+The max |...| line is rounding noise: the page shows 0.00000009; its last digit depends
+on the CPU's kernels.
+"""
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range  # noqa: E402
+
+
+def multi_head_attention(x, mha):
+    """Self-attention of x [B, T, d_model] by hand, with the weights of `mha`.
+
+    Returns the output [B, T, d_model], the per-head outputs [B, h, T, d_k] and their
+    concatenation [B, T, d_model]."""
+    B, T, d_model = x.shape
+    h = mha.num_heads
+    d_k = d_model // h
+    W_Q, W_K, W_V = mha.in_proj_weight.chunk(3)  # each [d_model, d_model]: all heads side by side
+    b_Q, b_K, b_V = mha.in_proj_bias.chunk(3)
+
+    def split_heads(t):  # [B, T, d_model] -> [B, h, T, d_k]
+        return t.view(B, T, h, d_k).transpose(1, 2)
+
+    Q = split_heads(x @ W_Q.T + b_Q)  # [B, h, T, d_k]
+    K = split_heads(x @ W_K.T + b_K)  # [B, h, T, d_k]
+    V = split_heads(x @ W_V.T + b_V)  # [B, h, T, d_k]
+    alpha = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(d_k), dim=-1)  # [B, h, T, T]
+    heads = alpha @ V  # [B, h, T, d_k]
+    concat = heads.transpose(1, 2).reshape(B, T, d_model)  # [B, T, h * d_k] = [B, T, d_model]
+    W_O, b_O = mha.out_proj.weight, mha.out_proj.bias  # [d_model, d_model], [d_model]
+    return concat @ W_O.T + b_O, heads, concat
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Manual multi-head attention vs torch.nn.MultiheadAttention, with the "
+        "shapes of heads and concatenation (Week 1, section 5).",
+        epilog="Try it: --heads 2 or --heads 8 (d_k = d_model / h changes, the concat width "
+        "does not), --d-model 512 --heads 8 (the paper's base sizes).")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
+    parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B (2)")
+    parser.add_argument("--seq-len", type=int_range(1, 512), default=5, help="T (5)")
+    parser.add_argument("--d-model", type=int_range(1, 1024), default=16, help="d_model (16)")
+    parser.add_argument("--heads", type=int_range(1, 64), default=4, help="h (4)")
+    args = parser.parse_args()
+    if args.d_model % args.heads:
+        parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
+
+    torch.manual_seed(args.seed)
+    x = torch.randn(args.batch, args.seq_len, args.d_model)  # [B, T, d_model]
+    mha = nn.MultiheadAttention(args.d_model, args.heads, batch_first=True)
+    reference, _ = mha(x, x, x, need_weights=False)  # [B, T, d_model]
+
+    out, heads, concat = multi_head_attention(x, mha)
+    print(f"input [B,T,d_model]=[{','.join(map(str, x.shape))}]")
+    print(f"heads [B,h,T,d_k]=[{','.join(map(str, heads.shape))}]; concat={list(concat.shape)}")
+    print(f"max |manual - torch.nn.MultiheadAttention|={(out - reference).abs().max().item():.8f}")
+    # h heads of width d_k = d_model / h concatenate back to d_model, the width the
+    # residual connection needs; the hand-built layer is the module, up to rounding.
+
+
+if __name__ == "__main__":
+    main()

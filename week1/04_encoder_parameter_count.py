@@ -1,0 +1,68 @@
+"""Counting the learnable numbers in one Transformer encoder layer, by formula and by torch.
+
+Page: Week 1, section 7 "Counting the learnable numbers (parameters)", executed in
+04_encoder_parameter_count.
+
+With d = d_model and f = d_ff, fully counted (as PyTorch does):
+    MHA    = 4 d^2 + 4 d         W^Q, W^K, W^V, W^O, each [d, d], and their biases
+    FFN    = 2 d f + f + d       W_1 [d, f], W_2 [f, d], b_1 [f], b_2 [d]
+    norms  = 2 * 2 d             two LayerNorms, each with gamma [d] and beta [d]
+    layer  = 4 d^2 + 2 d f + f + 9 d
+The number of heads does not appear: h heads of width d/h still total d^2 per projection.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import int_range  # noqa: E402
+
+
+def encoder_layer_params(d, f):
+    """(MHA, FFN, two LayerNorms) parameter counts of one post-norm encoder layer."""
+    mha = 4 * d * d + 4 * d
+    ffn = 2 * d * f + f + d
+    norms = 2 * 2 * d
+    return mha, ffn, norms
+
+
+def torch_count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Encoder-layer parameter formula vs torch's TransformerEncoderLayer count "
+        "(Week 1, section 7).",
+        epilog="Try it: --heads 1 or --heads 16 (the count does not move), --d-model 768 "
+        "--d-ff 3072 --heads 12 (BERT-base sizes).")
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d (512)")
+    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f (2048)")
+    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h (8)")
+    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="layers in the stack (6)")
+    args = parser.parse_args()
+    d, f, h = args.d_model, args.d_ff, args.heads
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+
+    mha, ffn, norms = encoder_layer_params(d, f)
+    total = mha + ffn + norms
+    # device="meta": the module is built with shapes only, no memory and no random init.
+    layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
+    counted = torch_count(layer)
+    print(f"MHA formula={mha:,}; FFN formula={ffn:,}; two LayerNorms={norms:,}")
+    print(f"encoder-layer formula={total:,}; torch count={counted:,}; equal={total == counted}")
+    print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
+          "original paper's base layer count is approximate.")
+
+    stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
+    print(f"{args.layers} layers={torch_count(stack):,} "
+          f"({args.layers} x {total:,}: every layer has its own weights)")
+    print(f"FFN / MHA={ffn / mha:.2f}")
+    # The FFN, each token's private "brain", holds about twice the numbers of attention.
+
+
+if __name__ == "__main__":
+    main()

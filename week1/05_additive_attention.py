@@ -1,0 +1,68 @@
+"""Bahdanau (additive) attention: the decoder looks back at every encoder state.
+
+Page: Week 1, section 2 "Looking back instead of remembering (Bahdanau attention)",
+executed output 05_additive_attention (four encoder states of size 3).
+
+    e_i     = v_a . tanh(s W_a + h_i U_a)     score of source position i ("additive": s and
+                                              h_i are added inside the tanh)
+    alpha_i = exp(e_i) / sum_j exp(e_j)       softmax: positive, summing to 1
+    c       = sum_i alpha_i h_i               a fresh context for this decoder step
+
+Here s is the previous decoder state s_{t-1}; vectors are rows, so W_a s becomes s W_a.
+
+Setup (known, REPRODUCTION.md): one np.random.default_rng(42), standard_normal draws in
+the order H [4, 3], s [3], U_a [3, 5], W_a [3, 5], v_a [5] (attention width 5); arrays
+printed with NumPy at 3 decimals.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range  # noqa: E402
+from common.maths import softmax  # noqa: E402
+
+
+def additive_attention(s, H, W_a, U_a, v_a):
+    """Scores e [T], weights alpha [T] and context c [d_h] for decoder state s [d_s]
+    over encoder states H [T, d_h]; W_a [d_s, n], U_a [d_h, n], v_a [n]."""
+    e = np.tanh(s @ W_a + H @ U_a) @ v_a  # [n] + [T, n] broadcasts to [T, n]; then [T]
+    alpha = softmax(e)  # [T]
+    c = alpha @ H  # [d_h]: the weighted mix of the encoder states
+    return e, alpha, c
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Bahdanau additive attention over a few encoder states (Week 1, section 2).",
+        epilog="Try it: --seed 1, --source-len 10 (more states share the weight), "
+        "--attn-width 1 (a single tanh unit scores everything).")
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator (42)")
+    parser.add_argument("--source-len", type=int_range(1, 1000), default=4,
+                        help="T, number of encoder states (4)")
+    parser.add_argument("--hidden", type=int_range(1, 1000), default=3,
+                        help="size of each encoder state and of the decoder state (3)")
+    parser.add_argument("--attn-width", type=int_range(1, 1000), default=5,
+                        help="n, width inside the tanh (5)")
+    args = parser.parse_args()
+    T, d, n = args.source_len, args.hidden, args.attn_width
+
+    rng = np.random.default_rng(args.seed)
+    H = rng.standard_normal((T, d))  # encoder states h_1..h_T, one per row
+    s = rng.standard_normal(d)  # previous decoder state s_{t-1}
+    U_a = rng.standard_normal((d, n))
+    W_a = rng.standard_normal((d, n))
+    v_a = rng.standard_normal(n)
+
+    e, alpha, c = additive_attention(s, H, W_a, U_a, v_a)
+    print(f"alignment scores={np.array2string(e, precision=3)}")
+    print(f"alpha={np.array2string(alpha, precision=3)}; sum={alpha.sum():.6f}")
+    print(f"context={np.array2string(c, precision=3)}")
+    # The highest score gets the biggest weight, the weights add to 1, and the context
+    # is their weighted mix of the encoder states.
+
+
+if __name__ == "__main__":
+    main()
