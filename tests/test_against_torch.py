@@ -66,3 +66,36 @@ def test_encoder_layer_formula_matches_torch(d, h, f):
     assert ffn == count(layer.linear1) + count(layer.linear2)
     assert norms == count(layer.norm1) + count(layer.norm2)
     assert mha + ffn + norms == count(layer)
+
+
+@pytest.mark.parametrize(("d", "h", "f"), [(4, 1, 8), (16, 4, 64), (64, 8, 100), (768, 12, 3072)])
+def test_decoder_layer_formula_matches_torch(d, h, f):
+    decoder_layer_params = load_script("week2/07_decoder_parameter_count").decoder_layer_params
+    layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
+    attention, ffn, norms = decoder_layer_params(d, f)
+    assert attention == count(layer.self_attn) + count(layer.multihead_attn)
+    assert ffn == count(layer.linear1) + count(layer.linear2)
+    assert norms == count(layer.norm1) + count(layer.norm2) + count(layer.norm3)
+    assert attention + ffn + norms == count(layer)
+
+
+@pytest.mark.parametrize(("max_len", "d"), [(1, 2), (50, 8), (200, 128)])
+def test_sinusoidal_formula_matches_torch_form_and_rotates(max_len, d):
+    pe_script = load_script("week2/03_sinusoidal_pe")
+    pe = pe_script.sinusoidal_pe(max_len, d)
+    np.testing.assert_allclose(pe, pe_script.torch_pe(max_len, d).double().numpy(), rtol=0, atol=1e-4)
+    for k in range(1, max_len):
+        np.testing.assert_allclose(pe[k:], pe[:-k] @ pe_script.rotation(k, d).T, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize(("V", "gold", "epsilon"), [(2, 0, 0.0), (5, 2, 0.1), (50, 49, 0.3)])
+def test_smoothed_target_is_what_torch_uses(V, gold, epsilon):
+    smoothing = load_script("week2/05_label_smoothing")
+    z = torch.randn(V, generator=torch.Generator().manual_seed(V))  # float32, like the script
+    q = smoothing.smoothed_target(V, gold, epsilon)
+    hand = -(q * torch.log_softmax(z, dim=-1)).sum()
+    expected = F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
+    torch.testing.assert_close(hand, expected, rtol=0, atol=1e-6)
+    other = smoothing.gold_exact_target(V, gold, epsilon)
+    if epsilon > 0:  # the other convention is a different target, not a rounding of this one
+        assert (other - q).abs().max() > 1e-3

@@ -1,0 +1,37 @@
+"""Each figure, regenerated, matches the committed PNG (so a change is never silent)."""
+import pytest
+from matplotlib.testing.compare import compare_images
+
+import run_all
+from tests.conftest import SCRIPTS
+
+FIGURES = {
+    "week2/01_causal_mask": "week2/figures/causal_mask.png",
+    "week2/04_norm_axes": "week2/figures/norm_axes.png",
+    "week2/06_warmup_schedule": "week2/figures/warmup_schedule.png",
+}
+
+
+@pytest.fixture(scope="module")
+def regenerated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("figures")
+    jobs = [(SCRIPTS[name], ["--figure", str(out / f"{name.split('/')[1]}.png")]) for name in FIGURES]
+    results = run_all.run_scripts(jobs)
+    return {name: (result, out / f"{name.split('/')[1]}.png")
+            for name, result in zip(FIGURES, results, strict=True)}
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_figure_matches_committed_png(regenerated, name):
+    result, png = regenerated[name]
+    assert result.returncode == 0, result.stderr
+    committed = run_all.ROOT / FIGURES[name]
+    assert committed.exists(), f"{FIGURES[name]} is not in the repo"
+    # tol is the RMS of pixel differences on a 0-255 scale: 2 lets a font's anti-aliasing
+    # drift but catches any change a reader could see.
+    assert compare_images(str(committed), str(png), tol=2) is None
+
+
+@pytest.mark.parametrize("name", FIGURES)
+def test_default_run_saves_the_figure_where_the_readme_shows_it(outputs, name):
+    assert f"saved {FIGURES[name]}" in outputs[name].stdout.splitlines()

@@ -1,0 +1,113 @@
+"""Masked (causal) self-attention: hiding the future with -inf before the softmax.
+
+Page: Week 2, section 2 "Masked (causal) self-attention: hiding the future",
+01_causal_mask.py and Figure 1 (causal attention probabilities).
+
+Query i may look at keys j <= i only. Writing -inf into every score with j > i before
+the softmax gives those keys weight exp(-inf) = 0 exactly, and the visible weights of
+each row still add up to 1. The diagonal (a word looking at itself) is not blocked.
+
+Setup: the mask print is known (REPRODUCTION.md). The page's score matrix is not known
+and no random draw reproduces it; the hand-written SCORES below are a reconstruction.
+Only row 2 is constrained by the page: its two visible scores differ by 0.8, which
+makes the weights 0.3100, 0.6900. Pass --seed to draw random scores instead.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range  # noqa: E402
+from common.figures import plt, save_figure  # noqa: E402
+from common.maths import softmax  # noqa: E402
+
+SCORES = np.array([[0.9, 0.3, 1.5, 0.2],  # row i: query i's raw scores q_i . k_j / sqrt(d_k)
+                   [0.2, 1.0, 0.6, 1.4],
+                   [0.5, 1.1, 0.7, 0.9],
+                   [1.2, 0.4, 0.8, 1.6]])
+FIGURE = Path(__file__).resolve().parent / "figures" / "causal_mask.png"
+
+
+def causal_mask(T):
+    """[T, T] with 1 where key j is in query i's future (j > i): the cells to block."""
+    return np.triu(np.ones((T, T), dtype=int), k=1)
+
+
+def row(values):
+    return "[" + ", ".join(f"{v:.4f}" for v in values) + "]"
+
+
+def plot(weights, mask):
+    T = len(weights)
+    fig, ax = plt.subplots(figsize=(5.6, 4.6))
+    image = ax.imshow(np.ma.masked_where(mask == 1, weights), cmap="viridis", vmin=0, vmax=1)
+    for i in range(T):
+        for j in range(T):
+            if mask[i, j]:
+                ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, facecolor="0.85",
+                                           edgecolor="0.5", hatch="xx"))
+            else:
+                ax.text(j, i, f"{weights[i, j]:.2f}", ha="center", va="center",
+                        color="white" if weights[i, j] < 0.6 else "black", fontsize=11)
+    ax.set_xticks(range(T), [str(j + 1) for j in range(T)])
+    ax.set_yticks(range(T), [str(i + 1) for i in range(T)])
+    ax.set_xlabel("key position j (the word looked at)")
+    ax.set_ylabel("query position i (the word being written)")
+    ax.set_title("Causal attention probabilities")
+    fig.colorbar(image, ax=ax, label="attention weight (each row sums to 1)")
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, facecolor="0.85", edgecolor="0.5", hatch="xx")],
+              labels=["blocked: score set to -inf, weight 0"], loc="upper center",
+              bbox_to_anchor=(0.5, -0.14), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="The causal mask, masked softmax, and why zeroing future values is not "
+        "masking (Week 2, section 2; saves Figure 1).",
+        epilog="Try it: --seed 0 --seq-len 6 (random scores, a bigger staircase); "
+        "--figure /tmp/mask.png.")
+    parser.add_argument("--seed", type=SEED, help="draw random scores with this seed "
+                        "instead of the page's hand-written 4x4 scores")
+    parser.add_argument("--seq-len", type=int_range(1, 12), default=4,
+                        help="T for random scores (needs --seed; default 4)")
+    parser.add_argument("--figure", type=Path, default=FIGURE,
+                        help="where to save Figure 1 (week2/figures/causal_mask.png)")
+    args = parser.parse_args()
+    if args.seed is None and args.seq_len != 4:
+        parser.error("--seq-len needs --seed (the hand-written scores are 4x4)")
+
+    scores = SCORES if args.seed is None else np.random.default_rng(args.seed).standard_normal(
+        (args.seq_len, args.seq_len))
+    T = len(scores)
+    mask = causal_mask(T)
+    print(f"causal mask for T={T} (1 = blocked):")
+    print(np.array2string(mask, separator=", "))
+    print(f"blocked cells={mask.sum()} = T(T-1)/2 = {T * (T - 1) // 2}; "
+          f"diagonal blocked={bool(mask.diagonal().any())}")
+
+    masked_scores = np.where(mask == 1, -np.inf, scores)  # block the future in the scores
+    weights = softmax(masked_scores, axis=-1)  # [T, T]; exp(-inf) = 0
+    print("weights after masking the scores (rows = queries, columns = keys):")
+    for i in range(T):
+        print(f"row {i + 1}: {row(weights[i])}; sum={weights[i].sum():.4f}")
+    print(f"summed future weight={weights[mask == 1].sum()}")
+
+    # The wrong way: leave the scores alone and zero the future *values* instead. The
+    # future scores still sit in the softmax denominator and take their share.
+    unmasked = softmax(scores, axis=-1)
+    i = min(1, T - 1)
+    visible = unmasked[i, : i + 1]
+    print(f"zeroing future values instead, row {i + 1} visible weights={row(visible)}; "
+          f"sum={visible.sum():.4f} (masked: {row(weights[i, : i + 1])}; sum={weights[i].sum():.4f})")
+    # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
+    # the same two words get less, and the missing share is simply lost.
+
+    print(f"saved {save_figure(plot(weights, mask), args.figure)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+"""Cross-attention: decoder queries read the encoder's output. Every shape, from a real call.
+
+Page: Week 2, section 3 "Cross-attention: the decoder reading the source",
+02_cross_attention_shapes.py.
+
+Queries come from the decoder's T target positions, keys and values from the encoder's
+S source positions. So the weight table has one row per target word and one column per
+source word: [B, h, T, S]. No causal mask over the source (it is all known already);
+only source padding is hidden.
+
+Setup: deterministic shapes; the values (torch.manual_seed(42), randn) do not matter.
+Per-head weights [B, h, T, S] need average_attn_weights=False (REPRODUCTION.md).
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range  # noqa: E402
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Shapes of cross-attention from a real torch call (Week 2, section 3).",
+        epilog="Try it: --source-len 6 --target-len 3 --heads 1 (the Check-yourself [3, 6] "
+        "table), --heads 8 --d-model 64.")
+    size = int_range(1, 512)
+    parser.add_argument("--batch", type=size, default=2, help="B (2)")
+    parser.add_argument("--source-len", type=size, default=5, help="S, source words (5)")
+    parser.add_argument("--target-len", type=size, default=3, help="T, target words (3)")
+    parser.add_argument("--d-model", type=size, default=16, help="d (16)")
+    parser.add_argument("--heads", type=size, default=4, help="h (4)")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
+    args = parser.parse_args()
+    B, S, T, d, h = args.batch, args.source_len, args.target_len, args.d_model, args.heads
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+
+    torch.manual_seed(args.seed)
+    decoder_states = torch.randn(B, T, d)  # [B, T, d]: the queries' source
+    memory = torch.randn(B, S, d)  # [B, S, d]: the encoder's final output
+    cross = nn.MultiheadAttention(d, h, batch_first=True)
+    out, weights = cross(decoder_states, memory, memory, average_attn_weights=False)
+
+    print(f"[B, S, T, d, h] = {[B, S, T, d, h]}")
+    print(f"decoder states (queries)      {list(decoder_states.shape)}")
+    print(f"encoder output (keys, values) {list(memory.shape)}")
+    print(f"attention weights, all heads  {list(weights.shape)} = [B, h, T, S]")
+    print(f"output                        {list(out.shape)}")
+    row_sums = weights.sum(-1)
+    print(f"each row (one target word) sums to 1 over the {S} source words: "
+          f"{row_sums.min().item():.6f}..{row_sums.max().item():.6f}")
+    print(f"no causal mask over the source: smallest weight > 0: {bool((weights > 0).all())}")
+    # Rows come from the queries (target), columns from the keys (source): T x S per head.
+
+    # Padding is the one thing hidden in the source: pretend the last source word of
+    # batch item 1 is padding (with S = 1 that would leave a row with nothing to see).
+    if S > 1:
+        padding = torch.zeros(B, S, dtype=torch.bool)
+        padding[0, -1] = True
+        _, padded = cross(decoder_states, memory, memory, key_padding_mask=padding,
+                          average_attn_weights=False)
+        print(f"with the last source word of item 1 marked as padding: its weight="
+              f"{padded[0, :, :, -1].abs().max().item()}; rows still sum to "
+              f"{padded.sum(-1).min().item():.6f}..{padded.sum(-1).max().item():.6f}")
+
+if __name__ == "__main__":
+    main()

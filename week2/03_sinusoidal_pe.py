@@ -1,0 +1,106 @@
+"""Sinusoidal positional encoding: a tag of sines and cosines for "where am I?".
+
+Page: Week 2, section 5 "Sinusoidal positional encoding: a tag for where am I?",
+03_sinusoidal_pe.py.
+
+    PE(p, 2i) = sin(p w_i),   PE(p, 2i+1) = cos(p w_i),   w_i = 10000^(-2i/d)
+
+Each pair (sin p w_i, cos p w_i) is a point on a circle turning at its own speed, like
+the hands of a clock. Consequences checked below: PE(0) = [0, 1, 0, 1, ...]; every entry
+lies in [-1, 1]; each tag has squared length d/2 (one sin^2 + cos^2 = 1 per pair); and
+PE(p + k) is PE(p) turned by the angles k w_i: a fixed rotation that depends on k only.
+
+Setup (REPRODUCTION.md: matches the page, not proven original): d_model 16, max_len 10;
+the NumPy float64 formula against an independent torch float32 implementation (the
+div_term = exp(arange(0, d, 2) * -(ln 10000 / d)) form), difference taken in float64.
+That max |...| line is rounding noise.
+"""
+import argparse
+import math
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import int_range  # noqa: E402
+
+
+def sinusoidal_pe(max_len, d):
+    """[max_len, d] table, row p = PE(p), straight from the formula (float64)."""
+    p = np.arange(max_len)[:, None]  # [max_len, 1]
+    i = np.arange(d // 2)[None, :]  # [1, d/2]: the pair index
+    omega = 10000.0 ** (-2 * i / d)  # [1, d/2]: one speed per pair
+    pe = np.zeros((max_len, d))
+    pe[:, 0::2] = np.sin(p * omega)  # even coordinates 2i
+    pe[:, 1::2] = np.cos(p * omega)  # odd coordinates 2i + 1
+    return pe
+
+
+def torch_pe(max_len, d):
+    """The common PyTorch way to write it (float32, exp/log form of the speeds)."""
+    position = torch.arange(max_len).unsqueeze(1).float()  # [max_len, 1]
+    div_term = torch.exp(torch.arange(0, d, 2).float() * -(math.log(10000.0) / d))  # [d/2]
+    pe = torch.zeros(max_len, d)
+    pe[:, 0::2] = torch.sin(position * div_term)
+    pe[:, 1::2] = torch.cos(position * div_term)
+    return pe
+
+
+def rotation(k, d):
+    """Block-diagonal [d, d]: pair i turned by the angle k w_i. Built from k alone, no p."""
+    R = np.zeros((d, d))
+    for i in range(d // 2):
+        angle = k * 10000.0 ** (-2 * i / d)
+        c, s = np.cos(angle), np.sin(angle)
+        # sin(a + b) = sin a cos b + cos a sin b;  cos(a + b) = cos a cos b - sin a sin b
+        R[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
+    return R
+
+
+def vec(values):
+    return "[" + ", ".join(f"{v:.4f}" for v in values) + "]"
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Sinusoidal positional encoding: formula, hand-check, bounds, length, "
+        "rotation (Week 2, section 5).",
+        epilog="Try it: --d-model 64 --max-len 100 (every property still holds), "
+        "--offset 1 5 50.")
+    parser.add_argument("--d-model", type=int_range(2, 4096), default=16, help="d, even (16)")
+    parser.add_argument("--max-len", type=int_range(2, 10000), default=10, help="positions 0..max_len-1 (10)")
+    parser.add_argument("--offset", type=int_range(1, 10000), nargs="+", default=[1, 3],
+                        help="offsets k for the rotation check (1 3)")
+    args = parser.parse_args()
+    d, max_len = args.d_model, args.max_len
+    if d % 2:
+        parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
+    if max(args.offset) >= max_len:
+        parser.error(f"--offset must be below --max-len {max_len}")
+
+    pe = sinusoidal_pe(max_len, d)  # [max_len, d]
+    gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()
+    print(f"PE table [max_len, d]=[{max_len}, {d}]")
+    print(f"max |formula (NumPy) - div_term form (torch)|={gap:.8f}")
+
+    small = sinusoidal_pe(2, 4)  # the page's hand-check, d = 4
+    omega = 10000.0 ** (-2 * np.arange(2) / 4)
+    print(f"d=4: omega={vec(omega)}; PE(0)={vec(small[0])}; PE(1)={vec(small[1])}")
+
+    print(f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "
+          f"(min {pe.min():.4f}, max {pe.max():.4f})")
+    sq_len = (pe ** 2).sum(axis=1)  # [max_len]
+    print(f"squared length of every PE(p): {sq_len.min():.6f}..{sq_len.max():.6f} = d/2 = {d / 2:g}")
+
+    for k in args.offset:
+        R = rotation(k, d)  # one matrix for every p
+        err = np.abs(pe[k:] - pe[:-k] @ R.T).max()  # rows p = 0..max_len-1-k
+        print(f"max |PE(p+{k}) - R({k}) PE(p)|={err:.8f}")
+    # Zero up to float rounding for every p: "k steps later" is the same linear map
+    # (a rotation of each sin/cos pair) wherever you are in the sentence.
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""LayerNorm vs BatchNorm: the same formula, pooled over different axes.
+
+Page: Week 2, section 6 "Residual connections and normalization", 04_norm_axes.py and
+Figure 2 (normalization axes).
+
+    y = gamma * (x - mean) / sqrt(var + eps) + beta
+
+LayerNorm takes mean and variance over the d features of one token: each token alone.
+BatchNorm takes them over the batch (and time) for one feature at a time: each value
+then depends on the other examples in the batch. With gamma = 1, beta = 0 below.
+
+Setup: the page's own examples (known, REPRODUCTION.md for the print format and the
+BatchNorm error); the [2, 3, 4] tensor for the axis check is rng(42) standard_normal.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED  # noqa: E402
+from common.figures import plt, save_figure  # noqa: E402
+
+FIGURE = Path(__file__).resolve().parent / "figures" / "norm_axes.png"
+# Axes of a [B, T, d] tensor that one mean/variance is pooled over.
+POOL_AXES = {"LayerNorm": (2,), "BatchNorm": (0, 1)}
+
+
+def normalize(x, axes, eps=0.0):
+    """(x - mean) / sqrt(var + eps), with mean and population variance over `axes`."""
+    mean = x.mean(axis=axes, keepdims=True)
+    var = x.var(axis=axes, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps)
+
+
+def fmt(values):
+    """1-D: '-1.2247, 0.0000, 1.2247'; 2-D: '[[-1.0000, -1.0000], [1.0000, 1.0000]]'."""
+    values = np.asarray(values)
+    if values.ndim == 2:
+        return "[" + ", ".join(f"[{fmt(r)}]" for r in values) + "]"
+    return ", ".join(f"{v:.4f}" for v in values)
+
+
+def plot(shape):
+    """For each norm, colour the cells of a [B, T, d] tensor by the group they are pooled in."""
+    B, T, d = shape
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4))
+    for ax, (name, pool) in zip(axes, POOL_AXES.items(), strict=True):
+        kept = [a for a in range(3) if a not in pool]  # a group = one index on the kept axes
+        index = np.indices(shape)  # [3, B, T, d]
+        group = np.ravel_multi_index([index[a] for a in kept], [shape[a] for a in kept])
+        grid = group.reshape(B * T, d)  # rows = tokens (b, t), columns = features
+        n_groups = grid.max() + 1
+        colours = plt.get_cmap("tab10")(np.arange(n_groups) % 10)
+        ax.imshow(colours[grid], aspect="auto")
+        for r in range(B * T):
+            for c in range(d):
+                ax.text(c, r, str(grid[r, c] + 1), ha="center", va="center", fontsize=9)
+        ax.axhline(T - 0.5, color="black", linewidth=2)  # between batch items
+        ax.set_xticks(range(d), [str(c + 1) for c in range(d)])
+        ax.set_yticks(range(B * T), [f"b={r // T + 1}, t={r % T + 1}" for r in range(B * T)])
+        ax.set_xlabel("feature (1..d)")
+        ax.set_ylabel("token (batch item b, position t)")
+        what = "one token's d features" if name == "LayerNorm" else "one feature over B and T"
+        ax.set_title(f"{name}: {n_groups} groups, {grid.size // n_groups} cells each\n"
+                     f"(a group = {what})", fontsize=10)
+    fig.suptitle(f"Which cells share one mean and variance, [B, T, d] = {list(shape)}")
+    fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=plt.get_cmap("tab10")(0))],
+               labels=["same colour and number = pooled together; thick line = next batch item"],
+               loc="lower center", frameon=False)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="LayerNorm vs BatchNorm by hand and with torch, and which axes each pools "
+        "(Week 2, section 6; saves Figure 2).",
+        epilog="Try it: --seed 7 (the axis check holds for any tensor); --figure /tmp/axes.png.")
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the [2, 3, 4] tensor (42)")
+    parser.add_argument("--figure", type=Path, default=FIGURE,
+                        help="where to save Figure 2 (week2/figures/norm_axes.png)")
+    args = parser.parse_args()
+
+    token = np.array([1.0, 2.0, 3.0])  # one token, d = 3
+    print(f"LayerNorm of one token (1, 2, 3): mean={token.mean():.4f}; variance={token.var():.4f}")
+    print(f"  by hand: {fmt(normalize(token, axes=(0,)))}")
+    by_torch = nn.LayerNorm(3)(torch.tensor(token, dtype=torch.float32))  # eps = 1e-5
+    print(f"  torch nn.LayerNorm: {fmt(by_torch.detach().numpy())}")
+
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])  # rows = samples, columns = features
+    print("batch X=[[1, 2], [3, 4]] (rows = samples):")
+    print(f"  BatchNorm by hand (each feature over the batch, eps=0): {fmt(normalize(X, axes=0))}")
+    bn = nn.BatchNorm1d(2, affine=False)  # training mode, eps = 1e-5
+    print(f"  torch nn.BatchNorm1d: {fmt(bn(torch.tensor(X, dtype=torch.float32)).numpy())}")
+    print(f"  LayerNorm on the same rows (each row alone): {fmt(normalize(X, axes=1))}")
+
+    one = np.array([[1.0, 2.0, 3.0]])  # a batch of a single sample, 3 features
+    print(f"BatchNorm with one value per feature, by hand (eps=1e-5): "
+          f"{fmt(normalize(one, axes=0, eps=1e-5))} (x - mean = 0, so the output is beta)")
+    try:
+        nn.BatchNorm1d(3)(torch.tensor(one, dtype=torch.float32))
+        print("  torch: no error")
+    except ValueError as error:
+        print(f"  torch raises ValueError: {error}")
+
+    # The same two formulas on a [B, T, d] tensor, against torch's modules.
+    x = np.random.default_rng(args.seed).standard_normal((2, 3, 4)).astype(np.float32)
+    ln = nn.LayerNorm(4, elementwise_affine=False)(torch.from_numpy(x))
+    bn3 = nn.BatchNorm1d(4, affine=False)(torch.from_numpy(x).transpose(1, 2)).transpose(1, 2)  # [B, d, T]
+    for name, by_torch in (("LayerNorm", ln), ("BatchNorm", bn3)):
+        mine = normalize(x.astype(np.float64), POOL_AXES[name], eps=1e-5)
+        print(f"[B, T, d]=[2, 3, 4], {name} pools axes {POOL_AXES[name]}:")
+        print(f"max |by hand - torch {name}|={np.abs(mine - by_torch.detach().numpy()).max():.8f}")
+    # LayerNorm: 6 groups of 4 (each token alone); BatchNorm: 4 groups of 6 (each feature
+    # across every token of every example), hence its dependence on the rest of the batch.
+
+    print(f"saved {save_figure(plot(x.shape), args.figure)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,83 @@
+"""The Transformer's warm-up learning-rate schedule: a linear ramp, then a slow decay.
+
+Page: Week 2, section 7 "Training tricks: label smoothing and the warm-up schedule",
+06_warmup_schedule.py and Figure 3 (learning-rate schedule).
+
+    lr(s) = d^(-1/2) * min(s^(-1/2), s * w^(-3/2)),   w = 4000 warm-up steps
+
+For s < w the second term is smaller: lr grows linearly in s. For s > w the first is
+smaller: lr decays like 1/sqrt(s). The two meet at s = w, the peak.
+
+Setup (known, REPRODUCTION.md): exactly this formula, printed with 10 decimals.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import int_range  # noqa: E402
+from common.figures import plt, save_figure  # noqa: E402
+
+FIGURE = Path(__file__).resolve().parent / "figures" / "warmup_schedule.png"
+
+
+def learning_rate(step, d_model, warmup=4000):
+    step = np.asarray(step, dtype=float)
+    return d_model ** -0.5 * np.minimum(step ** -0.5, step * warmup ** -1.5)
+
+
+def plot(widths, warmup, steps, peaks):
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for d, peak in sorted(zip(widths, peaks, strict=True)):
+        ax.plot(steps, learning_rate(steps, d, warmup), label=f"d = {d}")
+        ax.plot(peak, learning_rate(peak, d, warmup), "o", color="black")
+    ax.axvline(peaks[0], color="0.6", linestyle="--", label=f"peak at step {peaks[0]}")
+    ax.set_xlabel("training step s")
+    ax.set_ylabel("learning rate")
+    ax.set_title(f"Transformer learning-rate schedule (warm-up w = {warmup})")
+    ax.legend()
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    return fig
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="The warm-up schedule: table, peak, ratios (Week 2, section 7; saves Figure 3).",
+        epilog="Try it: --warmup 1000 (an earlier, higher peak), --d-model 1024 64, "
+        "--steps 1 2000 4000 16000.")
+    parser.add_argument("--d-model", type=int_range(1, 65536), nargs="+", default=[512, 256],
+                        help="model widths d (512 256)")
+    parser.add_argument("--warmup", type=int_range(1, 10**6), default=4000, help="w (4000)")
+    parser.add_argument("--steps", type=int_range(1, 10**7), nargs="+", default=[1, 1000, 4000, 8000],
+                        help="steps for the table (1 1000 4000 8000)")
+    parser.add_argument("--figure", type=Path, default=FIGURE,
+                        help="where to save Figure 3 (week2/figures/warmup_schedule.png)")
+    args = parser.parse_args()
+    widths, w = args.d_model, args.warmup
+
+    print("step     " + "".join(f"{f'd={d}':<15}" for d in widths).rstrip())
+    for s in args.steps:
+        print(f"{s:<9}" + "".join(f"{learning_rate(s, d, w):<15.10f}" for d in widths).rstrip())
+
+    horizon = np.arange(1, 5 * w + 1)  # look for the peak over the first 5w steps
+    peaks = [int(horizon[np.argmax(learning_rate(horizon, d, w))]) for d in widths]
+    print(f"peak at step {', '.join(map(str, peaks))} (w = {w})")
+    d = widths[0]
+    peak = learning_rate(w, d, w)
+    print(f"d={d}: lr(w/4) / peak={learning_rate(w / 4, d, w) / peak:.4f} (a quarter of the way up "
+          f"the linear ramp)")
+    print(f"d={d}: lr(2w) / peak={learning_rate(2 * w, d, w) / peak:.4f}; 1/sqrt(2)={2 ** -0.5:.4f}")
+    for other in widths[1:]:
+        ratio = learning_rate(horizon, d, w) / learning_rate(horizon, other, w)
+        print(f"d={d} / d={other} at every step: {ratio.min():.4f}..{ratio.max():.4f}; "
+              f"sqrt({other}/{d})={(other / d) ** 0.5:.4f}")
+    # A wider model gets a smaller rate at every step, by the factor sqrt(d_other / d).
+
+    print(f"saved {save_figure(plot(widths, w, horizon, peaks), args.figure)}")
+
+
+if __name__ == "__main__":
+    main()

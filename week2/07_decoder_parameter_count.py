@@ -1,0 +1,82 @@
+"""Counting one Transformer decoder layer, and the output layer, by formula and by torch.
+
+Page: Week 2, section 4 "The decoder's output layer and counting parameters",
+07_decoder_parameter_count.py.
+
+A decoder layer has two full-width attention blocks (masked self-attention and
+cross-attention), one feed-forward net and three LayerNorms:
+    attention (x2) = 2 (4 d^2 + 4 d)     W^Q, W^K, W^V, W^O [d, d] and biases, twice
+    feed-forward   = 2 d f + f + d       W_1 [d, f], W_2 [f, d], b_1, b_2
+    3 LayerNorms   = 6 d                 gamma and beta [d] each
+The output layer maps each position's d numbers to V vocabulary scores: d x V weights,
+plus V with a bias.
+
+Setup: deterministic; torch modules are built on the "meta" device (shapes, no memory).
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import int_range  # noqa: E402
+
+
+def decoder_layer_params(d, f):
+    """(attention x2, feed-forward, 3 LayerNorms) counts of one decoder layer."""
+    attention = 2 * (4 * d * d + 4 * d)
+    ffn = 2 * d * f + f + d
+    norms = 3 * 2 * d
+    return attention, ffn, norms
+
+
+def torch_count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Decoder-layer parameter formula vs torch's TransformerDecoderLayer, "
+        "six layers, and the output layer (Week 2, section 4).",
+        epilog="Try it: --d-model 768 --d-ff 3072 --heads 12, --vocab 50257 (GPT-2's vocabulary), "
+        "--layers 12.")
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d (512)")
+    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f (2048)")
+    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, does not change the count (8)")
+    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="decoder layers (6)")
+    parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V (37000)")
+    args = parser.parse_args()
+    d, f, h, V = args.d_model, args.d_ff, args.heads, args.vocab
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+
+    print("N_layer = 2 (4d^2 + 4d) + (2df + f + d) + 6d")
+    print(f"{'size':<16}{'attention (x2)':>16}{'feed-forward':>14}{'3 LayerNorms':>14}"
+          f"{'total':>12}{'torch count':>13}")
+    for size_d, size_f, size_h in ((4, 8, 1), (d, f, h)):  # the page's tiny layer, then the real one
+        attention, ffn, norms = decoder_layer_params(size_d, size_f)
+        counted = torch_count(nn.TransformerDecoderLayer(size_d, size_h, size_f, device="meta"))
+        print(f"{f'd={size_d}, f={size_f}':<16}{attention:>16,}{ffn:>14,}{norms:>14,}"
+              f"{attention + ffn + norms:>12,}{counted:>13,}")
+
+    total = sum(decoder_layer_params(d, f))
+    layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
+    print(f"decoder layer formula={total:,}; torch count={torch_count(layer):,}; "
+          f"equal={total == torch_count(layer)}")
+    stack = nn.TransformerDecoder(layer, args.layers)  # deep copies: each layer its own weights
+    print(f"{args.layers} layers={torch_count(stack):,} ({args.layers} x {total:,}; "
+          "embeddings and the output layer not included)")
+    encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
+    extra = torch_count(layer) - torch_count(encoder_layer)
+    print(f"decoder layer - encoder layer={extra:,} = cross-attention 4d^2+4d "
+          f"({4 * d * d + 4 * d:,}) + one more LayerNorm 2d ({2 * d:,})")
+
+    out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
+    print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights; with a bias "
+          f"{d * V + V:,} (torch nn.Linear count {torch_count(out_layer):,})")
+    # The course shorthand "about 4M per layer" is this count rounded.
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,62 @@
+"""Teacher forcing: train the decoder on the gold prefix, shifted right by one slot.
+
+Page: Week 2, section 1 "Teacher forcing: practising with the answer key's previous
+words", 08_teacher_forcing.py.
+
+    decoder input = [BOS, y_1, ..., y_(T-1)]      labels = [y_1, ..., y_T]
+
+Position t sees the gold words before it and must predict y_t, never its own answer.
+With gold inputs every position can be trained at once (hence the causal mask). At test
+time no gold exists: the decoder feeds on its own guesses, so an early mistake leaks
+into every later input.
+
+Setup (known, REPRODUCTION.md): the "model's guesses" are stand-ins drawn with
+np.random.default_rng(42).integers(1, 10, size=4); 0 is the start symbol BOS.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED  # noqa: E402
+
+BOS = 0
+
+
+def shift_right(tokens, bos=BOS):
+    """[y_1, ..., y_T] -> [bos, y_1, ..., y_(T-1)]: what the decoder reads at each step."""
+    return [bos] + list(tokens[:-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="Teacher-forced vs free-running decoder inputs (Week 2, section 1).",
+        epilog="Try it: --gold 5 8 2 9 1 (any target), --seed 3 (other stand-in guesses).")
+    parser.add_argument("--gold", type=int, nargs="+", default=[1, 2, 3, 4],
+                        help="gold target token ids (1 2 3 4)")
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the stand-in guesses (42)")
+    args = parser.parse_args()
+
+    gold = args.gold
+    print(f"gold target={gold}")
+    print(f"teacher-forced decoder input={shift_right(gold)} ({BOS} = start symbol)")
+    print(f"labels={gold}")
+    guesses = np.random.default_rng(args.seed).integers(1, 10, size=len(gold)).tolist()
+    print(f"model's own guesses (stand-ins)={guesses}")
+    print(f"free-running input={shift_right(guesses)}")
+    for t, (forced, free, label) in enumerate(zip(shift_right(gold), shift_right(guesses), gold,
+                                                  strict=True), start=1):
+        print(f"step {t}: teacher-forced input {forced}, free-running input {free}, label {label}")
+    # Training always feeds the gold prefix; generation feeds its own outputs, so a wrong
+    # guess at one step becomes a wrong input at the next: the mismatch teacher forcing leaves.
+
+    gold_words, step2_guess = ["A", "B", "EOS"], "C"  # the page's hand-check
+    print(f"hand-check: gold {gold_words}, step 2 wrongly predicts {step2_guess}: "
+          f"step 3 input under teacher forcing={shift_right(gold_words, 'BOS')[2]}, "
+          f"free-running={shift_right(['A', step2_guess, 'EOS'], 'BOS')[2]}")
+
+
+if __name__ == "__main__":
+    main()
