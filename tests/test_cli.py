@@ -11,6 +11,7 @@ BAD_ARGS = {
     "week1/03_multihead_shape_check": ["--d-model", "10", "--heads", "4"],
     "week1/04_encoder_parameter_count": ["--d-ff", "-1"],
     "week1/05_additive_attention": ["--seed", "-3"],
+    "week1/06_worked_examples": ["section-2"],
     "week2/01_causal_mask": ["--seq-len", "6"],
     "week2/02_cross_attention_shapes": ["--heads", "3"],
     "week2/03_sinusoidal_pe": ["--d-model", "15"],
@@ -19,6 +20,7 @@ BAD_ARGS = {
     "week2/06_warmup_schedule": ["--warmup", "0"],
     "week2/07_decoder_parameter_count": ["--vocab", "0"],
     "week2/08_teacher_forcing": ["--gold", "one"],
+    "week2/09_worked_examples": ["--verbose"],
 }
 
 
