@@ -99,3 +99,20 @@ def test_smoothed_target_is_what_torch_uses(V, gold, epsilon):
     other = smoothing.gold_exact_target(V, gold, epsilon)
     if epsilon > 0:  # the other convention is a different target, not a rounding of this one
         assert (other - q).abs().max() > 1e-3
+
+
+@pytest.mark.parametrize(("d", "h", "f", "seq"), [(4, 1, 16, 3), (8, 2, 32, 5), (32, 4, 64, 9)])
+def test_eli5_block_wirings_match_torch_encoder_layer(d, h, f, seq):
+    eli5 = load_script("week1/07_eli5_one_block")
+    torch.manual_seed(0)
+    x = torch.randn(2, seq, d, dtype=torch.float64)
+    layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
+    ffn = nn.Sequential(layer.linear1, nn.ReLU(), layer.linear2)
+    block = eli5.TransformerBlock(d, eli5.CausalSelfAttention(layer.self_attn), ffn).double().eval()
+    causal = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
+    with torch.no_grad():
+        layer.norm_first = True
+        torch.testing.assert_close(block(x), layer(x, src_mask=causal), rtol=0, atol=1e-12)
+        layer.norm_first = False
+        torch.testing.assert_close(eli5.post_norm(block, x), layer(x, src_mask=causal), rtol=0, atol=1e-12)
+    assert count(block) == count(layer) == 4 * d * d + 2 * d * f + f + 9 * d

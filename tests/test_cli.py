@@ -12,6 +12,8 @@ BAD_ARGS = {
     "week1/04_encoder_parameter_count": ["--d-ff", "-1"],
     "week1/05_additive_attention": ["--seed", "-3"],
     "week1/06_worked_examples": ["section-2"],
+    "week1/07_eli5_one_block": ["--d-model", "6", "--heads", "4"],
+    "week1/08_mistakes_shown": ["--seed", "1.5"],
     "week2/01_causal_mask": ["--seq-len", "6"],
     "week2/02_cross_attention_shapes": ["--heads", "3"],
     "week2/03_sinusoidal_pe": ["--d-model", "15"],
@@ -21,6 +23,8 @@ BAD_ARGS = {
     "week2/07_decoder_parameter_count": ["--vocab", "0"],
     "week2/08_teacher_forcing": ["--gold", "one"],
     "week2/09_worked_examples": ["--verbose"],
+    "week2/10_eli5_causal_self_attention": ["--seq", "0"],
+    "week2/11_mistakes_shown": ["--seed"],
 }
 
 

@@ -41,3 +41,11 @@ def test_fresh_single_threaded_interpreters_print_the_same_bytes(outputs, monkey
         assert result.returncode == 0, f"{name}: {result.stderr}"
         assert result.stdout == outputs[name].stdout, run_all.unified_diff(
             outputs[name].stdout, result.stdout, name)
+
+
+def test_mistakes_scripts_reach_the_same_verdicts_for_other_seeds():
+    names = ["week1/08_mistakes_shown", "week2/11_mistakes_shown"]
+    jobs = [(SCRIPTS[name], ["--seed", str(seed)]) for name in names for seed in (1, 2, 3)]
+    for (path, argv), result in zip(jobs, run_all.run_scripts(jobs), strict=True):
+        assert result.returncode == 0, f"{path.name} {argv}: {result.stdout[-600:]}{result.stderr}"
+        assert "contradicting the page: 0" in result.stdout

@@ -1,0 +1,138 @@
+"""One Transformer block, stage by stage: "the cat sat" goes in as [3 x 4], comes out [3 x 4].
+
+Page: ELI5 Part 3 "One block: mix, then think" (its second PyTorch snippet, the pre-norm
+TransformerBlock), beside Week 1, section 6 "The encoder layer" (post-norm).
+
+Pre-norm, the ELI5 block:      x = x + attention(LN1(x));   x = x + ffn(LN2(x))
+Post-norm, Week 1 section 6:   U = LN1(X + MHA(X));         Y = LN2(U + FFN(U))
+Same sublayers, same parameters, same shape; only where LayerNorm sits differs. The
+original paper ("Attention Is All You Need") uses post-norm. Both wirings here use the
+ELI5 block's causal attention (the Week 1 encoder's is unmasked), so that LayerNorm's
+place is the only difference.
+
+Setup: 3 words, d_model 4, one causal attention head, FFN width 16 ("the FFN widens and
+folds it back"). torch.manual_seed(42), then the words' embeddings, then a torch
+TransformerEncoderLayer whose sublayers the ELI5 block re-uses, so the two wirings can be
+checked against torch's own norm_first=True and norm_first=False paths.
+"""
+import argparse
+import sys
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range  # noqa: E402
+
+WORDS = ["the", "cat", "sat"]
+
+
+class CausalSelfAttention(nn.Module):
+    """Multi-head self-attention where a word may look only at itself and earlier words."""
+
+    def __init__(self, mha):
+        super().__init__()
+        self.mha = mha
+
+    def forward(self, x):  # x: (batch, seq, d_model)
+        seq = x.size(1)
+        future = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)  # True = blocked
+        out, self.weights = self.mha(x, x, x, attn_mask=future)  # weights kept to print
+        return out
+
+
+class TransformerBlock(nn.Module):
+    """The ELI5 page's block, as printed there: pre-norm, residual around each move."""
+
+    def __init__(self, d_model, attention, ffn):
+        super().__init__()
+        self.norm1 = nn.LayerNorm(d_model)  # steadies values before attention
+        self.norm2 = nn.LayerNorm(d_model)  # steadies values before the ffn
+        self.attention = attention  # tokens look at each other
+        self.ffn = ffn  # each token thinks for itself
+
+    def forward(self, x):  # x: (batch, seq, d_model)
+        x = x + self.attention(self.norm1(x))  # step 1: mix info across tokens
+        x = x + self.ffn(self.norm2(x))  # step 2: refine each token alone
+        return x  # (batch, seq, d_model), same shape in = out
+
+
+def post_norm(block, x):
+    """The same sublayers wired as in Week 1, section 6 (and the original paper)."""
+    u = block.norm1(x + block.attention(x))
+    return block.norm2(u + block.ffn(u))
+
+
+def count(module):
+    return sum(p.numel() for p in module.parameters())
+
+
+def grid(t):
+    return " x ".join(map(str, t.shape[-2:]))
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description="'The cat sat' through the ELI5 pre-norm block, stage by stage, beside the "
+        "post-norm encoder layer of Week 1 (ELI5 Part 3; Week 1, section 6).",
+        epilog="Try it: --d-model 8 --heads 2 --d-ff 32 (every stage keeps [3 x 8]), --seed 1.")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=4, help="meaning width per word (4)")
+    parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (1)")
+    parser.add_argument("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width (16)")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
+    args = parser.parse_args()
+    d, h, f = args.d_model, args.heads, args.d_ff
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+
+    torch.manual_seed(args.seed)
+    x = torch.randn(1, len(WORDS), d)  # (batch 1, 3 words, d): "the cat sat" as a grid
+    torch_layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True)
+    attention = CausalSelfAttention(torch_layer.self_attn)
+    ffn = nn.Sequential(torch_layer.linear1, nn.ReLU(), torch_layer.linear2)  # widen to f, fold back
+    block = TransformerBlock(d, attention, ffn).eval()
+    torch_layer.eval()
+
+    with torch.no_grad():
+        print(f"words {WORDS}, one row each; columns = meaning")
+        normed = block.norm1(x)
+        attended = block.attention(normed)
+        mixed = x + attended  # move 1 done: words have looked at each other
+        normed2 = block.norm2(mixed)
+        hidden = torch.relu(ffn[0](normed2))  # the FFN widens each word to f numbers ...
+        thought = ffn[2](hidden)  # ... and folds it back to d
+        out = mixed + thought  # move 2 done: each word has thought alone
+        for name, value in (("input x", x), ("LN1(x)", normed), ("attention(LN1(x))", attended),
+                            ("x + attention", mixed), ("LN2(x)", normed2),
+                            ("ffn hidden ReLU(x W_1 + b_1)", hidden), ("ffn out", thought),
+                            ("x + ffn = block output", out)):
+            print(f"  {name:<30}[{grid(value)}]")
+
+        weights = attention.weights[0]  # (seq, seq), averaged over heads
+        print("attention weights (row = word, column = the word it looks at):")
+        for word, row in zip(WORDS, weights.tolist(), strict=True):
+            print(f"  {word:<4}[" + ", ".join(f"{w:.4f}" for w in row) + "]")
+        print(f"rows sum to {weights.sum(-1).min().item():.6f}..{weights.sum(-1).max().item():.6f}; "
+              f"weight on the future={weights.triu(diagonal=1).sum().item()}")
+        print(f"'sat' row changed by attention: {not torch.equal(x[0, -1], mixed[0, -1])}")
+
+        pre, post = block(x), post_norm(block, x)
+        print(f"pre-norm block output [{grid(pre)}]; post-norm layer output [{grid(post)}]; "
+              f"same values: {torch.allclose(pre, post)}")
+        causal = torch.triu(torch.ones(len(WORDS), len(WORDS), dtype=torch.bool), diagonal=1)
+        for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
+            torch_layer.norm_first = norm_first
+            theirs = torch_layer(x, src_mask=causal)
+            print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
+                  f"{(mine - theirs).abs().max().item():.8f}")
+
+    formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
+    print(f"parameters: ELI5 block={count(block):,}; torch layer={count(torch_layer):,}; "
+          f"Week 1 formula 4d^2+2df+f+9d={formula:,}")
+    print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
+          "original paper = post-norm (after each residual addition)")
+
+
+if __name__ == "__main__":
+    main()
