@@ -179,15 +179,15 @@ def main():
                   "one prediction, gold class 1, epsilon 0.1",
                   f"NLL {nll.item():.6f}; smoothed cross-entropy {smoothed.item():.6f}",
                   not torch.isclose(nll, smoothed))
-    params = nn.Parameter(torch.zeros(2))
-    adam = torch.optim.Adam([params], lr=0.001)
-    params.grad = torch.tensor([0.001, 100.0])  # gradients 100,000 times apart
-    adam.step()
+    lr, beta1, beta2, eps = 0.001, 0.9, 0.999, 1e-8  # Adam's defaults
+    grad = np.array([0.001, 100.0])  # two weights, gradients 100,000 times apart
+    m_hat = (1 - beta1) * grad / (1 - beta1)  # first step: bias-corrected running mean of g
+    v_hat = (1 - beta2) * grad ** 2 / (1 - beta2)  # ... and of g^2
+    adam_update = lr * m_hat / (np.sqrt(v_hat) + eps)
     ledger.belief(14, "the scheduled learning rate is the size of every weight update",
-                  "one Adam step at lr 0.001 on two weights whose gradients are 0.001 and 100",
-                  f"updates {vec(params.detach().abs(), 6)}; plain SGD would move them by "
-                  f"{vec(0.001 * params.grad, 6)}",
-                  not torch.allclose(params.detach().abs(), 0.001 * params.grad))
+                  "Adam's first step at lr 0.001 on two weights whose gradients are 0.001 and 100",
+                  f"Adam moves them by {vec(adam_update, 6)}; plain SGD would move them by {vec(lr * grad, 6)}",
+                  not np.allclose(adam_update, lr * grad))
     return ledger.finish()
 
 
