@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from common.printing import n_params as count
 from tests.conftest import load_script
 
 
@@ -51,10 +52,6 @@ def test_additive_attention_matches_torch(T, d, n):
     for mine, theirs in zip(additive_attention(s, H, W_a, U_a, v_a),
                             torch_additive_attention(s, H, W_a, U_a, v_a), strict=True):
         np.testing.assert_allclose(mine, theirs.numpy(), rtol=0, atol=1e-12)
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 @pytest.mark.parametrize(("d", "h", "f"), [(4, 1, 8), (16, 4, 64), (64, 8, 100), (768, 12, 3072)])

@@ -18,6 +18,7 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range  # noqa: E402
+from common.printing import n_params  # noqa: E402
 
 
 def encoder_layer_params(d, f):
@@ -26,10 +27,6 @@ def encoder_layer_params(d, f):
     ffn = 2 * d * f + f + d
     norms = 2 * 2 * d
     return mha, ffn, norms
-
-
-def torch_count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def main():
@@ -51,14 +48,14 @@ def main():
     total = mha + ffn + norms
     # device="meta": the module is built with shapes only, no memory and no random init.
     layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
-    counted = torch_count(layer)
+    counted = n_params(layer)
     print(f"MHA formula={mha:,}; FFN formula={ffn:,}; two LayerNorms={norms:,}")
     print(f"encoder-layer formula={total:,}; torch count={counted:,}; equal={total == counted}")
     print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
           "original paper's base layer count is approximate.")
 
     stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
-    print(f"{args.layers} layers={torch_count(stack):,} "
+    print(f"{args.layers} layers={n_params(stack):,} "
           f"({args.layers} x {total:,}: every layer has its own weights)")
     print(f"FFN / MHA={ffn / mha:.2f}")
     # The FFN, each token's private "brain", holds about twice the numbers of attention.

@@ -20,11 +20,8 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.maths import softmax  # noqa: E402
+from common.printing import n_params  # noqa: E402
 from common.report import Ledger  # noqa: E402
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def main():
@@ -125,19 +122,19 @@ def main():
     layer = nn.TransformerEncoderLayer(d, 8, f, device="meta")
     ledger.check("Q, K, V and W^O weights 4 d^2", 4 * d * d, "1,048,576")
     ledger.check("attention biases 4 d", 4 * d, "2,048")
-    ledger.check("MHA 4 d^2 + 4 d (torch's self_attn)", count(layer.self_attn), "1,050,624")
+    ledger.check("MHA 4 d^2 + 4 d (torch's self_attn)", n_params(layer.self_attn), "1,050,624")
     ledger.check("FFN weights 2 d f", 2 * d * f, "2,097,152")
     ledger.check("FFN biases f + d", f + d, "2,560")
     ledger.check("FFN 2 d f + f + d (torch's linear1 + linear2)",
-                 count(layer.linear1) + count(layer.linear2), "2,099,712")
-    ledger.check("two LayerNorms 4 d (torch's norm1 + norm2)", count(layer.norm1) + count(layer.norm2), "2,048")
+                 n_params(layer.linear1) + n_params(layer.linear2), "2,099,712")
+    ledger.check("two LayerNorms 4 d (torch's norm1 + norm2)", n_params(layer.norm1) + n_params(layer.norm2), "2,048")
     ledger.check("encoder layer 4 d^2 + 2 d f + f + 9 d", 4 * d * d + 2 * d * f + f + 9 * d, "3,152,384")
-    ledger.check("torch TransformerEncoderLayer(512, 8, 2048) count", count(layer), "3,152,384")
-    ledger.check("course shorthand, in millions", f"{count(layer) / 1e6:.2f}M", "3.15M")
+    ledger.check("torch TransformerEncoderLayer(512, 8, 2048) count", n_params(layer), "3,152,384")
+    ledger.check("course shorthand, in millions", f"{n_params(layer) / 1e6:.2f}M", "3.15M")
     stack = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
-    ledger.check("six independently parameterised layers (torch)", count(stack), "18,914,304")
+    ledger.check("six independently parameterised layers (torch)", n_params(stack), "18,914,304")
     ledger.check("FFN / attention (page: about twice)",
-                 (count(layer.linear1) + count(layer.linear2)) / count(layer.self_attn), "2")
+                 (n_params(layer.linear1) + n_params(layer.linear2)) / n_params(layer.self_attn), "2")
     ledger.check("one head's W_Q, d_model 512, d_k 64", 512 * 64, "32,768")
     B, h, T = 4, 2, 12
     probe = nn.MultiheadAttention(8, h, batch_first=True)
@@ -160,7 +157,7 @@ def main():
     ledger.check("3. scaled variances for d_k = 4, 16, 64, 256", scaled_vars, "[1.011, 0.992, 0.997, 0.992]")
     ledger.check("4. concatenation width, 8 heads of width 64", 8 * 64, "512")
     ledger.check("4. shape of W^O", str(list(mha.out_proj.weight.shape)), "[512, 512]")
-    ledger.check("5. one encoder layer, d = 512, f = 2048", count(layer), "3,152,384")
+    ledger.check("5. one encoder layer, d = 512, f = 2048", n_params(layer), "3,152,384")
     return ledger.finish()
 
 

@@ -24,6 +24,7 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range  # noqa: E402
+from common.printing import n_params, vec  # noqa: E402
 
 WORDS = ["the", "cat", "sat"]
 
@@ -62,10 +63,6 @@ def post_norm(block, x):
     """The same sublayers wired as in Week 1, section 6 (and the original paper)."""
     u = block.norm1(x + block.attention(x))
     return block.norm2(u + block.ffn(u))
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def grid(t):
@@ -112,7 +109,7 @@ def main():
         weights = attention.weights[0]  # (seq, seq), averaged over heads
         print("attention weights (row = word, column = the word it looks at):")
         for word, row in zip(WORDS, weights.tolist(), strict=True):
-            print(f"  {word:<4}[" + ", ".join(f"{w:.4f}" for w in row) + "]")
+            print(f"  {word:<4}{vec(row)}")
         print(f"rows sum to {weights.sum(-1).min().item():.6f}..{weights.sum(-1).max().item():.6f}; "
               f"weight on the future={weights.triu(diagonal=1).sum().item()}")
         print(f"'sat' row changed by attention: {not torch.equal(x[0, -1], mixed[0, -1])}")
@@ -128,7 +125,7 @@ def main():
                   f"{(mine - theirs).abs().max().item():.8f}")
 
     formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
-    print(f"parameters: ELI5 block={count(block):,}; torch layer={count(torch_layer):,}; "
+    print(f"parameters: ELI5 block={n_params(block):,}; torch layer={n_params(torch_layer):,}; "
           f"Week 1 formula 4d^2+2df+f+9d={formula:,}")
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
           "original paper = post-norm (after each residual addition)")

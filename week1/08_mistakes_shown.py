@@ -21,6 +21,7 @@ import torch.nn as nn
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED  # noqa: E402
 from common.maths import softmax  # noqa: E402
+from common.printing import n_params, vec  # noqa: E402
 from common.report import Ledger  # noqa: E402
 
 
@@ -28,14 +29,6 @@ def self_attention(X, W_Q, W_K, W_V):
     """Single-head self-attention, no positions: softmax(X W_Q (X W_K)^T / sqrt(d_k)) X W_V."""
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V
     return softmax(Q @ K.T / np.sqrt(K.shape[1]), axis=-1) @ V
-
-
-def vec(values):
-    return "[" + ", ".join(f"{v:.3f}" for v in values) + "]"
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def main():
@@ -91,7 +84,7 @@ def main():
     same_order = (np.argsort(raw) == np.argsort(scaled)).all()
     ledger.belief(5, "scaling by sqrt(d_k) makes every row uniform",
                   f"6 raw scores of variance {d_k}; softmax before and after dividing by sqrt({d_k})",
-                  f"weights {vec(raw)} -> {vec(scaled)}; "
+                  f"weights {vec(raw, 3)} -> {vec(scaled, 3)}; "
                   f"order kept: {same_order}; uniform would be {1 / 6:.3f} each",
                   same_order and not np.allclose(scaled, 1 / 6, atol=0.01))
     ledger.belief(6, "scaling is what makes each row sum to 1",
@@ -109,12 +102,12 @@ def main():
     ledger.belief(8, "scaling adds parameters or changes a shape",
                   "shapes of scores before and after dividing by sqrt(d_k); what the division needs",
                   f"shape {scores.shape} -> {(scores / np.sqrt(d_k)).shape}; the divisor is the constant "
-                  f"sqrt(d_k) = {np.sqrt(d_k):g}; torch's MHA (64, 8 heads) holds {count(mha_scaled):,} "
+                  f"sqrt(d_k) = {np.sqrt(d_k):g}; torch's MHA (64, 8 heads) holds {n_params(mha_scaled):,} "
                   f"parameters = 4 d^2 + 4 d = {4 * 64 * 64 + 4 * 64:,}, none for the scale",
-                  (scores / np.sqrt(d_k)).shape == scores.shape and count(mha_scaled) == 4 * 64 * 64 + 4 * 64)
+                  (scores / np.sqrt(d_k)).shape == scores.shape and n_params(mha_scaled) == 4 * 64 * 64 + 4 * 64)
 
     # Section 5 and 7: heads do not add weights at fixed d_model.
-    counts = {h: count(nn.MultiheadAttention(512, h, device="meta")) for h in (1, 2, 4, 8, 16)}
+    counts = {h: n_params(nn.MultiheadAttention(512, h, device="meta")) for h in (1, 2, 4, 8, 16)}
     ledger.belief(9, "more heads mean more weights",
                   "count torch's MultiheadAttention(512, h) parameters for h = 1, 2, 4, 8, 16",
                   "; ".join(f"h={h}: {n:,}" for h, n in counts.items()),
@@ -139,8 +132,8 @@ def main():
     ledger.belief(11, "identical layers share weights",
                   "build a 6-layer torch encoder, update layer 1's W_1, look at layer 2's; count the stack",
                   f"layer 2 unchanged: {torch.equal(W_2, before)}; "
-                  f"total {count(stack):,} = 6 x {count(stack.layers[0]):,}",
-                  torch.equal(W_2, before) and count(stack) == 6 * count(stack.layers[0]))
+                  f"total {n_params(stack):,} = 6 x {n_params(stack.layers[0]):,}",
+                  torch.equal(W_2, before) and n_params(stack) == 6 * n_params(stack.layers[0]))
 
     # Section 7: attention is not linear in length.
     mha = nn.MultiheadAttention(8, 2, batch_first=True)

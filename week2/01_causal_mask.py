@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import SEED, int_range  # noqa: E402
 from common.figures import plt, save_figure  # noqa: E402
 from common.maths import softmax  # noqa: E402
+from common.printing import vec  # noqa: E402
 
 SCORES = np.array([[0.9, 0.3, 1.5, 0.2],  # row i: query i's raw scores q_i . k_j / sqrt(d_k)
                    [0.2, 1.0, 0.6, 1.4],
@@ -33,10 +34,6 @@ FIGURE = Path(__file__).resolve().parent / "figures" / "causal_mask.png"
 def causal_mask(T):
     """[T, T] with 1 where key j is in query i's future (j > i): the cells to block."""
     return np.triu(np.ones((T, T), dtype=int), k=1)
-
-
-def row(values):
-    return "[" + ", ".join(f"{v:.4f}" for v in values) + "]"
 
 
 def plot(weights, mask):
@@ -93,7 +90,7 @@ def main():
     weights = softmax(masked_scores, axis=-1)  # [T, T]; exp(-inf) = 0
     print("weights after masking the scores (rows = queries, columns = keys):")
     for i in range(T):
-        print(f"row {i + 1}: {row(weights[i])}; sum={weights[i].sum():.4f}")
+        print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
     print(f"summed future weight={weights[mask == 1].sum()}")
 
     # The wrong way: leave the scores alone and zero the future *values* instead. The
@@ -101,8 +98,8 @@ def main():
     unmasked = softmax(scores, axis=-1)
     i = min(1, T - 1)
     visible = unmasked[i, : i + 1]
-    print(f"zeroing future values instead, row {i + 1} visible weights={row(visible)}; "
-          f"sum={visible.sum():.4f} (masked: {row(weights[i, : i + 1])}; sum={weights[i].sum():.4f})")
+    print(f"zeroing future values instead, row {i + 1} visible weights={vec(visible)}; "
+          f"sum={visible.sum():.4f} (masked: {vec(weights[i, : i + 1])}; sum={weights[i].sum():.4f})")
     # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
     # the same two words get less, and the missing share is simply lost.
 

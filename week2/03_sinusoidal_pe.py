@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range  # noqa: E402
+from common.printing import vec  # noqa: E402
 
 
 def sinusoidal_pe(max_len, d):
@@ -57,10 +58,6 @@ def rotation(k, d):
         # sin(a + b) = sin a cos b + cos a sin b;  cos(a + b) = cos a cos b - sin a sin b
         R[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
     return R
-
-
-def vec(values):
-    return "[" + ", ".join(f"{v:.4f}" for v in values) + "]"
 
 
 def main():

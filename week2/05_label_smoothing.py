@@ -23,6 +23,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import float_range, int_range  # noqa: E402
+from common.printing import vec  # noqa: E402
 
 
 def smoothed_target(V, gold, epsilon):
@@ -37,10 +38,6 @@ def gold_exact_target(V, gold, epsilon):
     q = torch.full((V,), epsilon / (V - 1))
     q[gold] = 1 - epsilon
     return q
-
-
-def vec(values, decimals):
-    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values.tolist()) + "]"
 
 
 def main():

@@ -21,6 +21,7 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range  # noqa: E402
+from common.printing import n_params  # noqa: E402
 
 
 def decoder_layer_params(d, f):
@@ -29,10 +30,6 @@ def decoder_layer_params(d, f):
     ffn = 2 * d * f + f + d
     norms = 3 * 2 * d
     return attention, ffn, norms
-
-
-def torch_count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def main():
@@ -56,25 +53,25 @@ def main():
           f"{'total':>12}{'torch count':>13}")
     for size_d, size_f, size_h in ((4, 8, 1), (d, f, h)):  # the page's tiny layer, then the real one
         attention, ffn, norms = decoder_layer_params(size_d, size_f)
-        counted = torch_count(nn.TransformerDecoderLayer(size_d, size_h, size_f, device="meta"))
+        counted = n_params(nn.TransformerDecoderLayer(size_d, size_h, size_f, device="meta"))
         print(f"{f'd={size_d}, f={size_f}':<16}{attention:>16,}{ffn:>14,}{norms:>14,}"
               f"{attention + ffn + norms:>12,}{counted:>13,}")
 
     total = sum(decoder_layer_params(d, f))
     layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
-    print(f"decoder layer formula={total:,}; torch count={torch_count(layer):,}; "
-          f"equal={total == torch_count(layer)}")
+    print(f"decoder layer formula={total:,}; torch count={n_params(layer):,}; "
+          f"equal={total == n_params(layer)}")
     stack = nn.TransformerDecoder(layer, args.layers)  # deep copies: each layer its own weights
-    print(f"{args.layers} layers={torch_count(stack):,} ({args.layers} x {total:,}; "
+    print(f"{args.layers} layers={n_params(stack):,} ({args.layers} x {total:,}; "
           "embeddings and the output layer not included)")
     encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
-    extra = torch_count(layer) - torch_count(encoder_layer)
+    extra = n_params(layer) - n_params(encoder_layer)
     print(f"decoder layer - encoder layer={extra:,} = cross-attention 4d^2+4d "
           f"({4 * d * d + 4 * d:,}) + one more LayerNorm 2d ({2 * d:,})")
 
     out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
     print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights; with a bias "
-          f"{d * V + V:,} (torch nn.Linear count {torch_count(out_layer):,})")
+          f"{d * V + V:,} (torch nn.Linear count {n_params(out_layer):,})")
     # The course shorthand "about 4M per layer" is this count rounded.
 
 

@@ -23,11 +23,8 @@ import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.maths import softmax  # noqa: E402
+from common.printing import n_params  # noqa: E402
 from common.report import Ledger  # noqa: E402
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def shift_right(tokens, bos):
@@ -83,16 +80,16 @@ def main():
     ledger.section("4. Output layer and decoder parameters (biases counted)")
     ledger.check("output layer weights d x V, d = 512, V = 37,000", 512 * 37_000, "18,944,000")
     ledger.check("output layer with a bias (torch nn.Linear)",
-                 count(nn.Linear(512, 37_000, device="meta")), "18,981,000")
+                 n_params(nn.Linear(512, 37_000, device="meta")), "18,981,000")
     for d, f, h, page in ((4, 8, 1, ["160", "76", "24", "260"]),
                           (512, 2048, 8, ["2,101,248", "2,099,712", "3,072", "4,204,032"])):
         layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
         ledger.check(f"d={d}, f={f}: attention 2 (4 d^2 + 4 d)", 2 * (4 * d * d + 4 * d), page[0])
         ledger.check(f"d={d}, f={f}: feed-forward 2 d f + f + d", 2 * d * f + f + d, page[1])
         ledger.check(f"d={d}, f={f}: 3 LayerNorms 6 d", 6 * d, page[2])
-        ledger.check(f"d={d}, f={f}: total (torch TransformerDecoderLayer({d}, {h}, {f}))", count(layer), page[3])
-    ledger.check("six decoder layers (torch)", count(nn.TransformerDecoder(layer, 6)), "25,224,192")
-    ledger.check("one layer in millions (course: about 4M)", f"{count(layer) / 1e6:.3f}M", "4.204M")
+        ledger.check(f"d={d}, f={f}: total (torch TransformerDecoderLayer({d}, {h}, {f}))", n_params(layer), page[3])
+    ledger.check("six decoder layers (torch)", n_params(nn.TransformerDecoder(layer, 6)), "25,224,192")
+    ledger.check("one layer in millions (course: about 4M)", f"{n_params(layer) / 1e6:.3f}M", "4.204M")
     ledger.skip("2024 T3 Quiz 1, Q277-Q280", "the page leaves them to the bank (three are marked ambiguous)")
 
     ledger.section("5. Sinusoidal positional encoding, d = 4")

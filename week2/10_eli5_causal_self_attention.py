@@ -21,10 +21,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range  # noqa: E402
-
-
-def table(weights):
-    return "\n".join("  [" + ", ".join(f"{w:.4f}" for w in row) + "]" for row in weights.tolist())
+from common.printing import vec  # noqa: E402
 
 
 def main():
@@ -56,7 +53,8 @@ def main():
 
     print(f"x {list(x.shape)} -> q, k, v {list(q.shape)} -> scores {list(scores.shape)} -> out {list(out.shape)}")
     print("weights (row = token, column = the token it looks at):")
-    print(table(weights.detach()))
+    for row in weights.detach():
+        print(f"  {vec(row)}")
     sums = weights.sum(-1)
     print(f"row sums {sums.min().item():.6f}..{sums.max().item():.6f}; "
           f"weight on the future={weights[mask].sum().item()}")
@@ -76,7 +74,7 @@ def main():
     for i in range(h):
         w = head_weights[i].detach()
         print(f"head {i + 1}: rows sum to {w.sum(-1).min().item():.6f}..{w.sum(-1).max().item():.6f}; "
-              f"weight on the future={w[mask].sum().item()}; last row={table(w[-1:]).strip()}")
+              f"weight on the future={w[mask].sum().item()}; last row={vec(w[-1])}")
     fused = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)  # torch's own causal kernel
     print(f"max |heads by hand - torch SDPA(is_causal=True)|={(heads - fused).abs().max().item():.8f}")
     # Each head has its own weight pattern over the same tokens; all obey the causal rule.

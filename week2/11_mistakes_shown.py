@@ -22,15 +22,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED  # noqa: E402
 from common.maths import softmax  # noqa: E402
+from common.printing import n_params, vec  # noqa: E402
 from common.report import Ledger  # noqa: E402
-
-
-def vec(values, decimals=4):
-    return "[" + ", ".join(f"{v:.{decimals}f}" for v in values) + "]"
-
-
-def count(module):
-    return sum(p.numel() for p in module.parameters())
 
 
 def main():
@@ -112,8 +105,8 @@ def main():
     ledger.belief(7, "a decoder layer is an encoder layer plus a mask",
                   "count torch's attention blocks and parameters in each layer (d = 512, f = 2048)",
                   f"attention blocks: encoder {n_attention['encoder']}, decoder {n_attention['decoder']}; "
-                  f"parameters {count(enc):,} vs {count(dec):,} (+{count(dec) - count(enc):,})",
-                  n_attention == {"encoder": 1, "decoder": 2} and count(dec) > count(enc))
+                  f"parameters {n_params(enc):,} vs {n_params(dec):,} (+{n_params(dec) - n_params(enc):,})",
+                  n_attention == {"encoder": 1, "decoder": 2} and n_params(dec) > n_params(enc))
 
     # Section 4: counting.
     vocab, width = 1000, 64
@@ -123,8 +116,8 @@ def main():
     naive = embedding.weight.numel() + output.weight.numel()
     ledger.belief(8, "a tied weight is counted twice",
                   f"tie the output layer to the embedding (V = {vocab}, d = {width}); count the model's parameters",
-                  f"torch counts {count(tied):,} (= V d once); adding both modules' weights gives {naive:,}",
-                  count(tied) == vocab * width and naive == 2 * count(tied))
+                  f"torch counts {n_params(tied):,} (= V d once); adding both modules' weights gives {naive:,}",
+                  n_params(tied) == vocab * width and naive == 2 * n_params(tied))
 
     # Section 5: distance between sinusoidal tags.
     dim, positions = 16, np.arange(64)
