@@ -1,5 +1,6 @@
 """Argument types for the scripts' "Try it" flags: a bad value is a one-line usage error."""
 import argparse
+from pathlib import Path
 
 
 def int_range(lo, hi):
@@ -33,3 +34,20 @@ def float_range(lo, hi):
 
 
 SEED = int_range(0, 2**32 - 1)
+
+
+def png_path(text):
+    """An argparse type for a figure's output path: a .png file we can actually write."""
+    path = Path(text).expanduser().resolve()
+    if path.suffix.lower() != ".png":
+        raise argparse.ArgumentTypeError(f"expected a .png path, got {text!r}")
+    try:  # try it now, so a bad path is a usage error rather than a traceback after the run
+        path.parent.mkdir(parents=True, exist_ok=True)
+        existed = path.exists()
+        with open(path, "ab"):
+            pass
+        if not existed:
+            path.unlink()
+    except OSError as error:
+        raise argparse.ArgumentTypeError(f"cannot write {text!r}: {error.strerror}") from None
+    return path

@@ -50,3 +50,12 @@ def test_figure_matches_committed_png(regenerated, name, tmp_path):
 @pytest.mark.parametrize("name", FIGURES)
 def test_default_run_saves_the_figure_where_the_readme_shows_it(outputs, name):
     assert f"saved {FIGURES[name]}" in outputs[name].stdout.splitlines()
+
+
+def test_an_unwritable_figure_path_is_a_usage_error(tmp_path):
+    (tmp_path / "file").write_text("")
+    bad = [str(tmp_path / "figure.jpg"), str(tmp_path / "file" / "inside.png")]
+    jobs = [(SCRIPTS[name], ["--figure", path]) for name in FIGURES for path in bad]
+    for result in run_all.run_scripts(jobs):
+        assert result.returncode == 2 and result.stdout == ""
+        assert "error: argument --figure" in result.stderr and "Traceback" not in result.stderr

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
+from common.cli import SEED, int_range, png_path  # noqa: E402
 from common.figures import plt, save_figure  # noqa: E402
 from common.maths import softmax  # noqa: E402
 from common.printing import vec  # noqa: E402
@@ -71,7 +71,7 @@ def main():
                         "instead of the page's hand-written 4x4 scores")
     parser.add_argument("--seq-len", type=int_range(1, 12), default=4,
                         help="T for random scores (needs --seed; default 4)")
-    parser.add_argument("--figure", type=Path, default=FIGURE,
+    parser.add_argument("--figure", type=png_path, default=FIGURE,
                         help="where to save Figure 1 (week2/figures/causal_mask.png)")
     args = parser.parse_args()
     if args.seed is None and args.seq_len != 4:

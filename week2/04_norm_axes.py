@@ -21,7 +21,7 @@ import torch
 import torch.nn as nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED  # noqa: E402
+from common.cli import SEED, png_path  # noqa: E402
 from common.figures import plt, save_figure  # noqa: E402
 
 FIGURE = Path(__file__).resolve().parent / "figures" / "norm_axes.png"
@@ -81,7 +81,7 @@ def main():
         "(Week 2, section 6; saves Figure 2).",
         epilog="Try it: --seed 7 (the axis check holds for any tensor); --figure /tmp/axes.png.")
     parser.add_argument("--seed", type=SEED, default=42, help="seed of the [2, 3, 4] tensor (42)")
-    parser.add_argument("--figure", type=Path, default=FIGURE,
+    parser.add_argument("--figure", type=png_path, default=FIGURE,
                         help="where to save Figure 2 (week2/figures/norm_axes.png)")
     args = parser.parse_args()
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range  # noqa: E402
+from common.cli import int_range, png_path  # noqa: E402
 from common.figures import plt, save_figure  # noqa: E402
 
 FIGURE = Path(__file__).resolve().parent / "figures" / "warmup_schedule.png"
@@ -53,7 +53,7 @@ def main():
     parser.add_argument("--warmup", type=int_range(1, 10**6), default=4000, help="w (4000)")
     parser.add_argument("--steps", type=int_range(1, 10**7), nargs="+", default=[1, 1000, 4000, 8000],
                         help="steps for the table (1 1000 4000 8000)")
-    parser.add_argument("--figure", type=Path, default=FIGURE,
+    parser.add_argument("--figure", type=png_path, default=FIGURE,
                         help="where to save Figure 3 (week2/figures/warmup_schedule.png)")
     args = parser.parse_args()
     widths, w = args.d_model, args.warmup
