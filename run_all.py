@@ -30,6 +30,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path
@@ -112,7 +113,6 @@ def _run_forked(path, argv, out_file, err_file, cwd):
             print(exc.code, file=sys.stderr)
             code = 1
     except BaseException:
-        import traceback
         traceback.print_exc()
         code = 1
     sys.stdout.flush()
