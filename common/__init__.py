@@ -1,4 +1,34 @@
 """Helpers shared by several lesson scripts: argument types, figure saving, reporting.
 
 The lessons themselves (attention, masks, counts, ...) live in the scripts, not here.
+
+Importing `common` (every script does, before numpy and torch) also turns a missing
+numpy, torch or matplotlib into one line that says how to set up, instead of a traceback.
 """
+import os
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"numpy", "torch", "matplotlib"}
+
+
+def venv_python():
+    """The lessons' environment's interpreter, as `make check` creates it."""
+    windows = REPO_ROOT / ".venv" / "Scripts" / "python.exe"
+    return windows if windows.exists() else REPO_ROOT / ".venv" / "bin" / "python"
+
+
+def _missing_package_hint(kind, error, traceback):
+    name = (getattr(error, "name", None) or "").split(".")[0]
+    if not (isinstance(error, ModuleNotFoundError) and name in PACKAGES):
+        return sys.__excepthook__(kind, error, traceback)
+    venv = os.path.relpath(venv_python())
+    script = os.path.relpath(sys.argv[0]) if sys.argv and sys.argv[0] else "the script"
+    how = (f"run it with the lessons' environment: {venv} {script}" if venv_python().exists() else
+           f"set it up once with `make check` in {REPO_ROOT} (no make? see the README), "
+           f"then run: {venv} {script}")
+    print(f"{script}: this Python ({sys.executable}) has no {name}; {how}", file=sys.stderr)
+
+
+sys.excepthook = _missing_package_hint

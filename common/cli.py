@@ -1,43 +1,61 @@
-"""Argument types for the scripts' "Try it" flags: a bad value is a one-line usage error."""
+"""The lessons' "Try it" knobs: every flag shows its range and default in --help, a bad
+value or a combination too big to run is a one-line usage error, and the "Try it"
+suggestions are whole commands that work as printed."""
 import argparse
+import math
+import os
+import re
+import shlex
+import sys
 from pathlib import Path
+
+from common import REPO_ROOT
+
+# What one run may hold and do. A run over either limit is refused before it starts.
+MAX_NUMBERS = 20_000_000  # numbers in the largest array: 160 MB in float64, so a few live
+#                           copies stay well under 1 GB
+MAX_WORK = 2_000_000_000  # multiply-adds in the whole run: a few seconds on a laptop CPU
+
+
+class _Range:
+    """An argparse type: a number in lo..hi, shown as its range in --help."""
+
+    def __init__(self, kind, lo, hi, hi_open=False):
+        self.kind, self.lo, self.hi, self.hi_open = kind, lo, hi, hi_open
+        self.__name__ = kind.__name__  # argparse names the type in some messages
+
+    def __str__(self):
+        return f"{self.lo:g} <= x < {self.hi:g}" if self.hi_open else f"{self.lo:,}..{self.hi:,}"
+
+    def __call__(self, text):
+        noun = "an integer" if self.kind is int else "a number"
+        try:
+            value = self.kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected {noun} in {self}, got {text!r}") from None
+        if self.kind is float and not math.isfinite(value):
+            raise argparse.ArgumentTypeError(f"expected a finite number, got {text!r}")
+        inside = self.lo <= value < self.hi if self.hi_open else self.lo <= value <= self.hi
+        if not inside:
+            raise argparse.ArgumentTypeError(f"expected {noun} in {self}, got {text}")
+        return value
 
 
 def int_range(lo, hi):
-    """An argparse type accepting integers lo..hi inclusive."""
-
-    def parse(text):
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-        if not lo <= value <= hi:
-            raise argparse.ArgumentTypeError(f"expected an integer in {lo}..{hi}, got {value}")
-        return value
-
-    return parse
+    """Integers lo..hi inclusive."""
+    return _Range(int, lo, hi)
 
 
 def float_range(lo, hi):
-    """An argparse type accepting finite numbers lo <= x < hi."""
-
-    def parse(text):
-        try:
-            value = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-        if not lo <= value < hi:
-            raise argparse.ArgumentTypeError(f"expected a number in [{lo}, {hi}), got {text}")
-        return value
-
-    return parse
+    """Finite numbers lo <= x < hi."""
+    return _Range(float, lo, hi, hi_open=True)
 
 
 SEED = int_range(0, 2**32 - 1)
 
 
 def png_path(text):
-    """An argparse type for a figure's output path: a .png file we can actually write."""
+    """A figure's output path: a .png file we can actually write."""
     path = Path(text).expanduser().resolve()
     if path.suffix.lower() != ".png":
         raise argparse.ArgumentTypeError(f"expected a .png path, got {text!r}")
@@ -51,3 +69,56 @@ def png_path(text):
     except OSError as error:
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {error.strerror}") from None
     return path
+
+
+def _shown(path):
+    """A path as a learner should type it from where they are: relative to the current
+    directory when both are inside the repo, absolute otherwise."""
+    path, here = os.path.abspath(path), os.getcwd()  # abspath keeps a venv's symlink
+    inside = all(os.path.commonpath([p, REPO_ROOT]) == str(REPO_ROOT) for p in (path, here))
+    return os.path.relpath(path) if inside else path
+
+
+def command(script):
+    """How to run `script` with this interpreter, from the current directory."""
+    return f"{shlex.quote(_shown(sys.executable))} {shlex.quote(_shown(script))}"
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the epilog's line breaks; adds each flag's range and default to its help."""
+
+    def _get_help_string(self, action):
+        extras = []
+        if isinstance(action.type, _Range):
+            extras.append(str(action.type))
+        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+            default = action.default
+            if isinstance(default, list):
+                default = " ".join(map(str, default))
+            elif isinstance(default, Path):
+                default = _shown(default)
+            extras.append(f"default {default}")
+        return f"{action.help} ({'; '.join(extras)})" if extras else action.help
+
+
+def lesson_parser(script, description, try_it):
+    """The argument parser of one lesson script.
+
+    try_it: [(arguments, what to look for), ...]; --help prints each as a whole command."""
+    lines = [f"  {command(script)} {args}".rstrip() + f"\n      {why}" for args, why in try_it]
+    parser = argparse.ArgumentParser(description=description, formatter_class=_HelpFormatter,
+                                     epilog="Try it:\n" + "\n".join(lines))
+    # argparse reads "-1e9" or "-inf" as an unknown flag; take anything number-like as a
+    # value, so the flag's type can accept it or say clearly why not.
+    parser._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
+    return parser
+
+
+def check_size(parser, numbers=0, work=0):
+    """Refuse, as a usage error, a run whose largest array or total work is over the limit."""
+    if numbers > MAX_NUMBERS:
+        parser.error(f"these sizes need an array of {numbers:,} numbers; the limit is "
+                     f"{MAX_NUMBERS:,} (about 160 MB): choose smaller sizes")
+    if work > MAX_WORK:
+        parser.error(f"these sizes need about {work:,} multiply-adds; the limit is {MAX_WORK:,} "
+                     "(a few seconds): choose smaller sizes")
