@@ -1,6 +1,13 @@
-"""Each figure, regenerated, matches the committed PNG (so a change is never silent)."""
+"""Each figure, regenerated, matches the committed PNG (so a change is never silent).
+
+Pixels are compared only with the pinned matplotlib 3.11: versions 3.8 to 3.10 draw these
+figures about a pixel differently (one figure is a pixel shorter), which is not a change
+a reader could see but is one a pixel comparison would flag. Figures of trained models are
+not compared by pixels at all (their pixels depend on the CPU); their tests check the data
+they show."""
 import subprocess
 
+import matplotlib
 import pytest
 from matplotlib.testing.compare import compare_images
 
@@ -36,6 +43,8 @@ def committed_png(relative, tmp_path):
     return path
 
 
+@pytest.mark.skipif(not matplotlib.__version__.startswith("3.11."),
+                    reason="the committed PNGs were drawn by the pinned matplotlib 3.11")
 @pytest.mark.parametrize("name", FIGURES)
 def test_figure_matches_committed_png(regenerated, name, tmp_path):
     result, png = regenerated[name]
@@ -50,6 +59,7 @@ def test_figure_matches_committed_png(regenerated, name, tmp_path):
 @pytest.mark.parametrize("name", FIGURES)
 def test_default_run_saves_the_figure_where_the_readme_shows_it(outputs, name):
     assert f"saved {FIGURES[name]}" in outputs[name].stdout.splitlines()
+    assert (run_all.ROOT / FIGURES[name]).exists()
 
 
 def test_an_unwritable_figure_path_is_a_usage_error(tmp_path):

@@ -95,3 +95,46 @@ def test_fresh_interpreters_report_the_same(repo):
     code, out = run(repo, "--fresh", "week9/02_drifted", "week9/03_crash")
     assert code == 1
     assert "DIFF week9/02_drifted" in out and "CRASH week9/03_crash" in out
+
+
+@pytest.mark.parametrize("given", ["week9/01_good", "week9/01_good.py", "./week9/01_good.py", "01_good"])
+def test_names_as_a_shell_gives_them(repo, given):
+    code, out = run(repo, "--list", given)
+    assert code == 0 and out == "week9/01_good\n"
+
+
+def test_an_absolute_path_names_its_script(repo):
+    code, out = run(repo, "--list", str(repo / "week9" / "02_drifted.py"))
+    assert code == 0 and out == "week9/02_drifted\n"
+
+
+def test_a_typo_gets_the_closest_name(repo, capsys):
+    with pytest.raises(SystemExit) as exc:
+        run(repo, "week9/01_godo")
+    assert exc.value.code == 2
+    assert "did you mean week9/01_good?" in capsys.readouterr().err
+
+
+def test_pattern_ignores_case(repo):
+    code, out = run(repo, "-k", "GOOD", "--list")
+    assert code == 0 and out == "week9/01_good\n"
+
+
+def test_a_diff_says_what_to_do_next(repo):
+    _, out = run(repo, "week9/02_drifted")
+    assert "What next:" in out and "--update week9/02_drifted" in out
+
+
+def test_a_noise_line_over_the_ceiling_is_never_written_as_golden(repo):
+    (repo / "week9" / "06_wrong.py").write_text("print('max |x - y|=0.25000000')\n")
+    code, out = run(repo, "--update", "week9/06_wrong")
+    assert code == 1 and "NOT UPDATED week9/06_wrong" in out
+    assert not run_all.golden_path("week9/06_wrong", repo).exists()
+
+
+def test_the_slowest_scripts_start_first(repo):
+    run(repo, "week9/01_good", "week9/02_drifted")
+    run_all.timings_path(repo).write_text('{"week9/01_good": 0.1, "week9/02_drifted": 9.0}')
+    scripts = run_all.discover(repo)
+    order = run_all.slowest_first(["week9/01_good", "week9/02_drifted", "week9/05_no_golden"], scripts, repo)
+    assert order == ["week9/05_no_golden", "week9/02_drifted", "week9/01_good"]  # never timed: first
