@@ -1,4 +1,10 @@
-"""Every script explains itself with --help and answers a bad value with a usage error."""
+"""Every script explains itself with --help; every "Try it" suggestion works as printed and
+leaves the committed files alone; a bad value, or sizes too big to run, is a one-line
+usage error."""
+import shlex
+import subprocess
+import sys
+
 import pytest
 
 import run_all
@@ -18,14 +24,40 @@ BAD_ARGS = {
     "week2/02_cross_attention_shapes": ["--heads", "3"],
     "week2/03_sinusoidal_pe": ["--d-model", "15"],
     "week2/04_norm_axes": ["--seed", "x"],
-    "week2/05_label_smoothing": ["--gold", "4"],
+    "week2/05_label_smoothing": ["--logits", "nan", "1", "2"],
     "week2/06_warmup_schedule": ["--warmup", "0"],
     "week2/07_decoder_parameter_count": ["--vocab", "0"],
-    "week2/08_teacher_forcing": ["--gold", "one"],
+    "week2/08_teacher_forcing": ["--gold", "0", "1", "2"],
     "week2/09_worked_examples": ["--verbose"],
     "week2/10_eli5_causal_self_attention": ["--seq", "0"],
     "week2/11_mistakes_shown": ["--seed"],
 }
+
+# Sizes each within its range that together would need gigabytes or minutes.
+TOO_BIG = {
+    "week1/01_attention_from_scratch": ["--batch", "256", "--heads", "256", "--tokens", "256", "--d-k", "256"],
+    "week1/02_dot_product_variance": ["--pairs", "200000", "--d-k", "1024"],
+    "week1/03_multihead_shape_check": ["--batch", "64", "--seq-len", "512", "--d-model", "1024", "--heads", "64"],
+    "week1/05_additive_attention": ["--source-len", "1000", "--hidden", "1000", "--attn-width", "1000"],
+    "week2/02_cross_attention_shapes": ["--batch", "512", "--source-len", "512", "--target-len", "512",
+                                        "--d-model", "512", "--heads", "512"],
+    "week2/03_sinusoidal_pe": ["--d-model", "4096", "--max-len", "10000"],
+}
+
+
+def try_it_commands(help_text, path):
+    """The argument lists of the "Try it" commands printed by --help."""
+    lines = help_text.split("Try it:", 1)[1].splitlines()
+    commands = [shlex.split(line) for line in lines if path.name in line]
+    return [words[[i for i, w in enumerate(words) if w.endswith(path.name)][0] + 1:] for words in commands]
+
+
+def git_status():
+    try:
+        return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=run_all.ROOT,
+                              capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
 
 
 @pytest.fixture(scope="module")
@@ -47,6 +79,16 @@ def test_help_says_what_to_try(runs, name):
     help_run = runs[name][0]
     assert help_run.returncode == 0, help_run.stderr
     assert "usage:" in help_run.stdout and "Try it:" in help_run.stdout
+    assert try_it_commands(help_run.stdout, SCRIPTS[name]), "no runnable suggestion after 'Try it:'"
+
+
+def test_every_try_it_suggestion_works_and_leaves_the_committed_files_alone(runs):
+    jobs = [(SCRIPTS[name], argv) for name in SCRIPTS
+            for argv in try_it_commands(runs[name][0].stdout, SCRIPTS[name])]
+    before = git_status()
+    for (path, argv), result in zip(jobs, run_all.run_scripts(jobs), strict=True):
+        assert result.returncode == 0, f"{path.name} {shlex.join(argv)}:\n{result.stderr[-1500:]}"
+    assert git_status() == before, "a run with non-default knobs rewrote a committed file"
 
 
 @pytest.mark.parametrize("name", SCRIPTS)
@@ -58,3 +100,26 @@ def test_bad_argument_is_a_one_line_usage_error(runs, name, case):
     assert "Traceback" not in result.stderr
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith(f"{name.split('/')[1]}.py: error: ")
+
+
+def test_sizes_too_big_to_run_are_refused_before_they_start():
+    jobs = [(SCRIPTS[name], argv) for name, argv in TOO_BIG.items()]
+    for (path, argv), result in zip(jobs, run_all.run_scripts(jobs, timeout=30), strict=True):
+        assert result.returncode == 2, f"{path.name} {shlex.join(argv)} was not refused"
+        assert "the limit is" in result.stderr.strip().splitlines()[-1]
+
+
+def test_help_shows_every_flags_range_and_default(runs):
+    help_text = runs["week1/01_attention_from_scratch"][0].stdout
+    assert "--seed SEED      seed of the NumPy generator (0..4,294,967,295; default 42)" in help_text
+    assert "--tokens TOKENS  T, words per sentence (1..512; default 3)" in help_text
+
+
+def test_a_python_without_the_packages_gets_one_line_on_how_to_set_up(tmp_path):
+    """`python -S` skips site-packages: what a learner sees running the system Python."""
+    for argv in ([str(SCRIPTS["week1/01_attention_from_scratch"])], [str(run_all.ROOT / "run_all.py")]):
+        result = subprocess.run([sys.executable, "-S", *argv], cwd=tmp_path, capture_output=True, text=True)
+        assert result.returncode != 0 and result.stdout == ""
+        last = result.stderr.strip().splitlines()[-1]
+        assert "Traceback" not in result.stderr and "has no numpy" in last, result.stderr
+        assert "make check" in last or ".venv" in last

@@ -6,31 +6,34 @@ If the d_k entries of q and k are independent with mean 0 and variance 1, then
 q.k = sum_i q_i k_i adds d_k terms of variance 1, so Var(q.k) = d_k. Dividing the score by
 sqrt(d_k) divides its variance by d_k, back to about 1, whatever the width.
 
-Setup (known, REPRODUCTION.md): one np.random.default_rng(42) for the whole loop; for each
-d_k, q then k, each standard_normal((20000, d_k)); Var is the population variance (.var())
-of the 20,000 row-wise dot products.
+Setup (the pages' own, reproduced exactly): one np.random.default_rng(42) for the whole
+loop; for each d_k, q then k, each standard_normal((20000, d_k)); Var is the population
+variance (.var()) of the 20,000 row-wise dot products. Drawing all the q's first, or
+using the sample variance (ddof=1), prints other last digits.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
+from common.cli import SEED, check_size, int_range, lesson_parser
+
+import numpy as np
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Var(q.k) grows like d_k; scaling by sqrt(d_k) brings it back to ~1 "
-        "(Week 1, section 4).",
-        epilog="Try it: --pairs 200 (noisier estimates), --d-k 1 2 512 1024, --seed 0.")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator (42)")
+    parser = lesson_parser(__file__, "Var(q.k) grows like d_k; scaling by sqrt(d_k) brings it back "
+                           "to about 1 (Week 1, section 4).", try_it=[
+                               ("--pairs 200", "fewer pairs: noisier estimates, the same trend"),
+                               ("--d-k 1 2 512 1024", "wider heads: the raw variance keeps growing, the "
+                                "scaled one does not"),
+                               ("--seed 0", "other random vectors: other last digits, same story")])
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
     parser.add_argument("--pairs", type=int_range(2, 200_000), default=20_000,
-                        help="random (q, k) pairs per row (20000)")
+                        help="random (q, k) pairs per row")
     parser.add_argument("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256],
-                        help="widths to try (4 16 64 256)")
+                        help="widths to try")
     args = parser.parse_args()
+    check_size(parser, numbers=args.pairs * max(args.d_k), work=args.pairs * sum(args.d_k))
 
     rng = np.random.default_rng(args.seed)
     for d_k in args.d_k:

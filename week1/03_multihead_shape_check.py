@@ -8,23 +8,25 @@ executed shape check 03_multihead_shape_check.
 With d_model = 16 and h = 4 heads, each head works in d_k = d_model / h = 4 dimensions;
 the 4 heads of width 4 concatenate back to width 16, and W^O [16, 16] mixes them.
 
-Setup (REPRODUCTION.md: matches the page's lines, not proven to be the original):
-torch.manual_seed(42), then x = torch.randn(2, 5, 16), then the module (the order
-matters). The reference is the module called with need_weights=False; the manual version
-re-uses the module's own W^Q, W^K, W^V (chunks of in_proj_weight), biases and W^O.
-The max |...| line is rounding noise: the page shows 0.00000009; its last digit depends
-on the CPU's kernels.
+Setup (prints the page's lines; not proven to be the original): torch.manual_seed(42),
+then x = torch.randn(2, 5, 16), then the module (the order matters: building the module
+first draws its weights first). The reference is the module called with
+need_weights=False; the manual version re-uses the module's own W^Q, W^K, W^V (chunks of
+in_proj_weight), biases and W^O. The max |...| line is rounding noise: it prints the
+page's 0.00000009 on an Intel AVX-512 CPU with torch's default kernels, 0.00000012 on an
+AMD CPU and 0.00000006 with torch's plain C++ kernels (ATEN_CPU_CAPABILITY=default).
+Another setup that prints the page's digits there (x from NumPy's rng(42)) moves with
+the thread count, so it was not used.
 """
-import argparse
 import math
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, int_range, lesson_parser
+
 import torch
 import torch.nn as nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
 
 
 def multi_head_attention(x, mha):
@@ -52,19 +54,21 @@ def multi_head_attention(x, mha):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Manual multi-head attention vs torch.nn.MultiheadAttention, with the "
-        "shapes of heads and concatenation (Week 1, section 5).",
-        epilog="Try it: --heads 2 or --heads 8 (d_k = d_model / h changes, the concat width "
-        "does not), --d-model 512 --heads 8 (the paper's base sizes).")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
-    parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B (2)")
-    parser.add_argument("--seq-len", type=int_range(1, 512), default=5, help="T (5)")
-    parser.add_argument("--d-model", type=int_range(1, 1024), default=16, help="d_model (16)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=4, help="h (4)")
+    parser = lesson_parser(__file__, "Manual multi-head attention vs torch.nn.MultiheadAttention, "
+                           "with the shapes of heads and concatenation (Week 1, section 5).", try_it=[
+                               ("--heads 2", "2 heads of width 8: d_k changes, the concat width does not"),
+                               ("--heads 8", "8 heads of width 2: still 16 after the concat"),
+                               ("--d-model 512 --heads 8", "the paper's base sizes: heads of width 64")])
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
+    parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B, sentences")
+    parser.add_argument("--seq-len", type=int_range(1, 512), default=5, help="T, words per sentence")
+    parser.add_argument("--d-model", type=int_range(1, 1024), default=16, help="d_model, numbers per word")
+    parser.add_argument("--heads", type=int_range(1, 64), default=4, help="h, heads (must divide d_model)")
     args = parser.parse_args()
-    if args.d_model % args.heads:
-        parser.error(f"--d-model {args.d_model} is not divisible by --heads {args.heads}")
+    B, T, d, h = args.batch, args.seq_len, args.d_model, args.heads
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+    check_size(parser, numbers=B * h * T * T + 3 * B * T * d, work=8 * B * T * d * d + 2 * B * T * T * d)
 
     torch.manual_seed(args.seed)
     x = torch.randn(args.batch, args.seq_len, args.d_model)  # [B, T, d_model]
@@ -74,7 +78,10 @@ def main():
     out, heads, concat = multi_head_attention(x, mha)
     print(f"input [B,T,d_model]=[{','.join(map(str, x.shape))}]")
     print(f"heads [B,h,T,d_k]=[{','.join(map(str, heads.shape))}]; concat={list(concat.shape)}")
+    print(f"  ({args.heads} heads, each reading {heads.shape[-1]} of the {args.d_model} numbers per word; "
+          f"glued side by side they are {concat.shape[-1]} wide again)")
     print(f"max |manual - torch.nn.MultiheadAttention|={(out - reference).abs().max().item():.8f}")
+    print("  (the largest gap between the hand-built layer and torch's: float32 rounding)")
     # h heads of width d_k = d_model / h concatenate back to d_model, the width the
     # residual connection needs; the hand-built layer is the module, up to rounding.
 

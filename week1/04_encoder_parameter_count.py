@@ -9,16 +9,18 @@ With d = d_model and f = d_ff, fully counted (as PyTorch does):
     norms  = 2 * 2 d             two LayerNorms, each with gamma [d] and beta [d]
     layer  = 4 d^2 + 2 d f + f + 9 d
 The number of heads does not appear: h heads of width d/h still total d^2 per projection.
+
+Setup: deterministic; torch modules are built on the "meta" device (shapes only, no
+memory, no random draws), so any size counts instantly.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import torch.nn as nn
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range  # noqa: E402
-from common.printing import n_params  # noqa: E402
+from common.cli import int_range, lesson_parser
+from common.printing import n_params
+
+import torch.nn as nn
 
 
 def encoder_layer_params(d, f):
@@ -30,15 +32,15 @@ def encoder_layer_params(d, f):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Encoder-layer parameter formula vs torch's TransformerEncoderLayer count "
-        "(Week 1, section 7).",
-        epilog="Try it: --heads 1 or --heads 16 (the count does not move), --d-model 768 "
-        "--d-ff 3072 --heads 12 (BERT-base sizes).")
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d (512)")
-    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f (2048)")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h (8)")
-    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="layers in the stack (6)")
+    parser = lesson_parser(__file__, "Encoder-layer parameter formula vs torch's TransformerEncoderLayer "
+                           "count (Week 1, section 7).", try_it=[
+                               ("--heads 1", "one wide head: the count does not move"),
+                               ("--heads 16", "sixteen narrow heads: still the same count"),
+                               ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base sizes")])
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word")
+    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width")
+    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, heads (must divide d)")
+    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="layers in the stack")
     args = parser.parse_args()
     d, f, h = args.d_model, args.d_ff, args.heads
     if d % h:
@@ -51,8 +53,13 @@ def main():
     counted = n_params(layer)
     print(f"MHA formula={mha:,}; FFN formula={ffn:,}; two LayerNorms={norms:,}")
     print(f"encoder-layer formula={total:,}; torch count={counted:,}; equal={total == counted}")
-    print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
-          "original paper's base layer count is approximate.")
+    if (d, f) == (512, 2048):  # the shorthand is about the paper's base layer only
+        print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
+              "original paper's base layer count is approximate.")
+    one_head = n_params(nn.TransformerEncoderLayer(d, 1, f, device="meta"))
+    print(f"heads: h={h} (each head {d // h} wide) counts {counted:,}; h=1 (one head {d} wide) "
+          f"counts {one_head:,}; same: {counted == one_head}")
+    print("  (h heads of width d/h still make d x d numbers per projection, so h is not in the formula)")
 
     stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
     print(f"{args.layers} layers={n_params(stack):,} "

@@ -10,19 +10,19 @@ executed output 05_additive_attention (four encoder states of size 3).
 
 Here s is the previous decoder state s_{t-1}; vectors are rows, so W_a s becomes s W_a.
 
-Setup (known, REPRODUCTION.md): one np.random.default_rng(42), standard_normal draws in
-the order H [4, 3], s [3], U_a [3, 5], W_a [3, 5], v_a [5] (attention width 5); arrays
-printed with NumPy at 3 decimals.
+Setup (the pages' own, reproduced exactly): one np.random.default_rng(42),
+standard_normal draws in the order H [4, 3], s [3], U_a [3, 5], W_a [3, 5], v_a [5]
+(attention width 5); arrays printed with NumPy at 3 decimals. Another draw order (W_a
+before U_a, say) prints other numbers with the same pattern.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
-from common.maths import softmax  # noqa: E402
+from common.cli import SEED, check_size, int_range, lesson_parser
+from common.maths import softmax
+
+import numpy as np
 
 
 def additive_attention(s, H, W_a, U_a, v_a):
@@ -35,19 +35,19 @@ def additive_attention(s, H, W_a, U_a, v_a):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Bahdanau additive attention over a few encoder states (Week 1, section 2).",
-        epilog="Try it: --seed 1, --source-len 10 (more states share the weight), "
-        "--attn-width 1 (a single tanh unit scores everything).")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator (42)")
-    parser.add_argument("--source-len", type=int_range(1, 1000), default=4,
-                        help="T, number of encoder states (4)")
+    parser = lesson_parser(__file__, "Bahdanau additive attention over a few encoder states "
+                           "(Week 1, section 2).", try_it=[
+                               ("--seed 1", "other random states: the largest score still gets the largest weight"),
+                               ("--source-len 10", "ten source words share the attention"),
+                               ("--attn-width 1", "a single tanh unit scores every word")])
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
+    parser.add_argument("--source-len", type=int_range(1, 1000), default=4, help="T, number of encoder states")
     parser.add_argument("--hidden", type=int_range(1, 1000), default=3,
-                        help="size of each encoder state and of the decoder state (3)")
-    parser.add_argument("--attn-width", type=int_range(1, 1000), default=5,
-                        help="n, width inside the tanh (5)")
+                        help="size of each encoder state and of the decoder state")
+    parser.add_argument("--attn-width", type=int_range(1, 1000), default=5, help="n, width inside the tanh")
     args = parser.parse_args()
     T, d, n = args.source_len, args.hidden, args.attn_width
+    check_size(parser, numbers=T * max(d, n) + d * n, work=T * d * n)
 
     rng = np.random.default_rng(args.seed)
     H = rng.standard_normal((T, d))  # encoder states h_1..h_T, one per row
@@ -60,6 +60,8 @@ def main():
     print(f"alignment scores={np.array2string(e, precision=3)}")
     print(f"alpha={np.array2string(alpha, precision=3)}; sum={alpha.sum():.6f}")
     print(f"context={np.array2string(c, precision=3)}")
+    print(f"  (one score e and one weight alpha per source word; the context is {d} numbers, "
+          "like each encoder state)")
     # The highest score gets the biggest weight, the weights add to 1, and the context
     # is their weighted mix of the encoder states.
 

@@ -13,18 +13,19 @@ place is the only difference.
 Setup: 3 words, d_model 4, one causal attention head, FFN width 16 ("the FFN widens and
 folds it back"). torch.manual_seed(42), then the words' embeddings, then a torch
 TransformerEncoderLayer whose sublayers the ELI5 block re-uses, so the two wirings can be
-checked against torch's own norm_first=True and norm_first=False paths.
+checked against torch's own norm_first=True and norm_first=False paths. Everything then
+runs in float64, so that the printed 'sat' numbers are the same on every CPU (in float32
+their last digit could depend on the CPU's kernels).
 """
-import argparse
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range, lesson_parser
+from common.printing import n_params, vec
+
 import torch
 import torch.nn as nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
-from common.printing import n_params, vec  # noqa: E402
 
 WORDS = ["the", "cat", "sat"]
 
@@ -36,10 +37,12 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.mha = mha
 
+    @staticmethod
+    def future(seq):
+        return torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)  # True = blocked
+
     def forward(self, x):  # x: (batch, seq, d_model)
-        seq = x.size(1)
-        future = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)  # True = blocked
-        out, self.weights = self.mha(x, x, x, attn_mask=future)  # weights kept to print
+        out, _ = self.mha(x, x, x, attn_mask=self.future(x.size(1)), need_weights=False)
         return out
 
 
@@ -69,30 +72,36 @@ def grid(t):
     return " x ".join(map(str, t.shape[-2:]))
 
 
+def row(values, shown=8):
+    """A row of numbers at 2 decimals; a long row shows its first `shown` numbers."""
+    values = values.tolist()
+    more = f" ... {len(values) - shown} more" if len(values) > shown else ""
+    return vec(values[:shown], 2)[:-1] + more + "]"
+
+
 def main():
-    parser = argparse.ArgumentParser(
-        description="'The cat sat' through the ELI5 pre-norm block, stage by stage, beside the "
-        "post-norm encoder layer of Week 1 (ELI5 Part 3; Week 1, section 6).",
-        epilog="Try it: --d-model 8 --heads 2 --d-ff 32 (every stage keeps [3 x 8]), --seed 1.")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=4, help="meaning width per word (4)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (1)")
-    parser.add_argument("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width (16)")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
+    parser = lesson_parser(__file__, "'The cat sat' through the ELI5 pre-norm block, stage by stage, "
+                           "beside the post-norm encoder layer of Week 1 (ELI5 Part 3; Week 1, section 6).",
+                           try_it=[("--d-model 8 --heads 2 --d-ff 32", "every stage keeps [3 x 8]; one "
+                                    "weight table per head"),
+                                   ("--seed 1", "other word vectors, the same shapes")])
+    parser.add_argument("--d-model", type=int_range(1, 512), default=4, help="meaning width per word")
+    parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (must divide d-model)")
+    parser.add_argument("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     args = parser.parse_args()
     d, h, f = args.d_model, args.heads, args.d_ff
     if d % h:
         parser.error(f"--d-model {d} is not divisible by --heads {h}")
 
     torch.manual_seed(args.seed)
-    x = torch.randn(1, len(WORDS), d)  # (batch 1, 3 words, d): "the cat sat" as a grid
-    torch_layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True)
+    x = torch.randn(1, len(WORDS), d).double()  # (batch 1, 3 words, d): "the cat sat" as a grid
+    torch_layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True).double().eval()
     attention = CausalSelfAttention(torch_layer.self_attn)
     ffn = nn.Sequential(torch_layer.linear1, nn.ReLU(), torch_layer.linear2)  # widen to f, fold back
-    block = TransformerBlock(d, attention, ffn).eval()
-    torch_layer.eval()
+    block = TransformerBlock(d, attention, ffn).double().eval()
 
     with torch.no_grad():
-        print(f"words {WORDS}, one row each; columns = meaning")
         normed = block.norm1(x)
         attended = block.attention(normed)
         mixed = x + attended  # move 1 done: words have looked at each other
@@ -100,27 +109,34 @@ def main():
         hidden = torch.relu(ffn[0](normed2))  # the FFN widens each word to f numbers ...
         thought = ffn[2](hidden)  # ... and folds it back to d
         out = mixed + thought  # move 2 done: each word has thought alone
+        print(f"words {WORDS}: a [{grid(x)}] grid, one row per word, columns = meaning")
+        print(f"  {'stage':<30}{'grid':<10}the 'sat' row")
         for name, value in (("input x", x), ("LN1(x)", normed), ("attention(LN1(x))", attended),
-                            ("x + attention", mixed), ("LN2(x)", normed2),
-                            ("ffn hidden ReLU(x W_1 + b_1)", hidden), ("ffn out", thought),
-                            ("x + ffn = block output", out)):
-            print(f"  {name:<30}[{grid(value)}]")
+                            ("x + attention", mixed), ("LN2(x + attention)", normed2),
+                            ("FFN hidden ReLU(. W_1 + b_1)", hidden), ("FFN out (. W_2 + b_2)", thought),
+                            ("x + FFN out = block output", out)):
+            print(f"  {name:<30}{f'[{grid(value)}]':<10}{row(value[0, -1])}")
+        print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
+              f"{f} numbers and folds it back to {d})")
 
-        weights = attention.weights[0]  # (seq, seq), averaged over heads
-        print("attention weights (row = word, column = the word it looks at):")
-        for word, row in zip(WORDS, weights.tolist(), strict=True):
-            print(f"  {word:<4}{vec(row)}")
-        print(f"rows sum to {weights.sum(-1).min().item():.6f}..{weights.sum(-1).max().item():.6f}; "
+        weights = torch_layer.self_attn(normed, normed, normed, attn_mask=attention.future(len(WORDS)),
+                                        average_attn_weights=False)[1][0]  # (h, seq, seq)
+        for i, head in enumerate(weights, start=1):
+            print(f"attention weights{f' of head {i}' if h > 1 else ''} "
+                  "(row = word, column = the word it looks at):")
+            for word, values in zip(WORDS, head.tolist(), strict=True):
+                print(f"  {word:<4}{vec(values)}")
+        sums = weights.sum(-1)
+        print(f"rows sum to {sums.min().item():.6f}..{sums.max().item():.6f}; "
               f"weight on the future={weights.triu(diagonal=1).sum().item()}")
         print(f"'sat' row changed by attention: {not torch.equal(x[0, -1], mixed[0, -1])}")
 
         pre, post = block(x), post_norm(block, x)
         print(f"pre-norm block output [{grid(pre)}]; post-norm layer output [{grid(post)}]; "
               f"same values: {torch.allclose(pre, post)}")
-        causal = torch.triu(torch.ones(len(WORDS), len(WORDS), dtype=torch.bool), diagonal=1)
         for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
             torch_layer.norm_first = norm_first
-            theirs = torch_layer(x, src_mask=causal)
+            theirs = torch_layer(x, src_mask=attention.future(len(WORDS)))
             print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
                   f"{(mine - theirs).abs().max().item():.8f}")
 

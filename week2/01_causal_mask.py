@@ -7,22 +7,24 @@ Query i may look at keys j <= i only. Writing -inf into every score with j > i b
 the softmax gives those keys weight exp(-inf) = 0 exactly, and the visible weights of
 each row still add up to 1. The diagonal (a word looking at itself) is not blocked.
 
-Setup: the mask print is known (REPRODUCTION.md). The page's score matrix is not known
-and no random draw reproduces it; the hand-written SCORES below are a reconstruction.
-Only row 2 is constrained by the page: its two visible scores differ by 0.8, which
-makes the weights 0.3100, 0.6900. Pass --seed to draw random scores instead.
+Setup. The mask is printed with np.array2string(mask, separator=", "), which gives the
+page's four lines exactly. The page's score matrix is not known, and no random draw
+(rng(42) in any usual shape) reproduces its row 2; the hand-written SCORES below are a
+reconstruction. Only row 2 is constrained by the page: its two visible scores must differ
+by 0.80 (any gap from 0.79989 to 0.80035 prints 0.3100, 0.6900); the other rows are
+invented, and any other numbers would show the same staircase. Pass --seed to draw
+random scores instead.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range, png_path  # noqa: E402
-from common.figures import plt, save_figure  # noqa: E402
-from common.maths import softmax  # noqa: E402
-from common.printing import vec  # noqa: E402
+from common.cli import SEED, int_range, lesson_parser, png_path
+from common.figures import figure_path, plt, save_figure
+from common.maths import softmax
+from common.printing import vec
+
+import numpy as np
 
 SCORES = np.array([[0.9, 0.3, 1.5, 0.2],  # row i: query i's raw scores q_i . k_j / sqrt(d_k)
                    [0.2, 1.0, 0.6, 1.4],
@@ -38,7 +40,7 @@ def causal_mask(T):
 
 def plot(weights, mask):
     T = len(weights)
-    fig, ax = plt.subplots(figsize=(5.6, 4.6))
+    fig, ax = plt.subplots(figsize=(max(5.6, 1.6 + 0.75 * T), max(4.6, 1.4 + 0.65 * T)))  # cells stay legible
     image = ax.imshow(np.ma.masked_where(mask == 1, weights), cmap="viridis", vmin=0, vmax=1)
     for i in range(T):
         for j in range(T):
@@ -54,25 +56,24 @@ def plot(weights, mask):
     ax.set_ylabel("query position i (the word being written)")
     ax.set_title("Causal attention probabilities")
     fig.colorbar(image, ax=ax, label="attention weight (each row sums to 1)")
-    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, facecolor="0.85", edgecolor="0.5", hatch="xx")],
-              labels=["blocked: score set to -inf, weight 0"], loc="upper center",
-              bbox_to_anchor=(0.5, -0.14), frameon=False)
-    fig.tight_layout()
+    fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, facecolor="0.85", edgecolor="0.5", hatch="xx")],
+               labels=["blocked: score set to -inf, weight 0"], loc="lower center", frameon=False)
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="The causal mask, masked softmax, and why zeroing future values is not "
-        "masking (Week 2, section 2; saves Figure 1).",
-        epilog="Try it: --seed 0 --seq-len 6 (random scores, a bigger staircase); "
-        "--figure /tmp/mask.png.")
-    parser.add_argument("--seed", type=SEED, help="draw random scores with this seed "
-                        "instead of the page's hand-written 4x4 scores")
-    parser.add_argument("--seq-len", type=int_range(1, 12), default=4,
-                        help="T for random scores (needs --seed; default 4)")
-    parser.add_argument("--figure", type=png_path, default=FIGURE,
-                        help="where to save Figure 1 (week2/figures/causal_mask.png)")
+    parser = lesson_parser(__file__, "The causal mask, masked softmax, and why zeroing future values "
+                           "is not masking (Week 2, section 2; saves Figure 1).", try_it=[
+                               ("--seed 0 --seq-len 6", "random scores, a bigger staircase (the figure is "
+                                "not saved: add --figure PATH.png)"),
+                               ("--seed 0 --seq-len 12 --figure mask12.png", "the largest staircase, saved "
+                                "to mask12.png in this directory")])
+    parser.add_argument("--seed", type=SEED, help="draw random scores with this seed instead of the "
+                        "hand-written 4x4 scores (a reconstruction: the page constrains only row 2)")
+    parser.add_argument("--seq-len", type=int_range(1, 12), default=4, help="T for random scores (needs --seed)")
+    parser.add_argument("--figure", type=png_path, help="save Figure 1 here; a default run saves it to "
+                        "week2/figures/causal_mask.png")
     args = parser.parse_args()
     if args.seed is None and args.seq_len != 4:
         parser.error("--seq-len needs --seed (the hand-written scores are 4x4)")
@@ -92,6 +93,7 @@ def main():
     for i in range(T):
         print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
     print(f"summed future weight={weights[mask == 1].sum()}")
+    print("  (all the weight on blocked cells, added up: exactly zero, because exp(-inf) = 0)")
 
     # The wrong way: leave the scores alone and zero the future *values* instead. The
     # future scores still sit in the softmax denominator and take their share.
@@ -103,7 +105,7 @@ def main():
     # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
     # the same two words get less, and the missing share is simply lost.
 
-    print(f"saved {save_figure(plot(weights, mask), args.figure)}")
+    print(save_figure(plot(weights, mask), figure_path(parser, args, FIGURE)))
 
 
 if __name__ == "__main__":

@@ -8,36 +8,39 @@ S source positions. So the weight table has one row per target word and one colu
 source word: [B, h, T, S]. No causal mask over the source (it is all known already);
 only source padding is hidden.
 
-Setup: deterministic shapes; the values (torch.manual_seed(42), randn) do not matter.
-Per-head weights [B, h, T, S] need average_attn_weights=False (REPRODUCTION.md).
+Setup: the shapes are deterministic; the values (torch.manual_seed(42), randn) do not
+matter. torch's nn.MultiheadAttention returns weights averaged over the heads, [B, T, S],
+unless called with average_attn_weights=False, which gives the page's per-head
+[B, h, T, S].
 """
-import argparse
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, int_range, lesson_parser
 
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
-
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Shapes of cross-attention from a real torch call (Week 2, section 3).",
-        epilog="Try it: --source-len 6 --target-len 3 --heads 1 (the Check-yourself [3, 6] "
-        "table), --heads 8 --d-model 64.")
+    parser = lesson_parser(__file__, "Shapes of cross-attention from a real torch call (Week 2, section 3).",
+                           try_it=[("--source-len 6 --target-len 3 --heads 1", "the Check-yourself question: "
+                                    "a [3, 6] table"),
+                                   ("--heads 8 --d-model 64", "more heads: one T x S table each")])
     size = int_range(1, 512)
-    parser.add_argument("--batch", type=size, default=2, help="B (2)")
-    parser.add_argument("--source-len", type=size, default=5, help="S, source words (5)")
-    parser.add_argument("--target-len", type=size, default=3, help="T, target words (3)")
-    parser.add_argument("--d-model", type=size, default=16, help="d (16)")
-    parser.add_argument("--heads", type=size, default=4, help="h (4)")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
+    parser.add_argument("--batch", type=size, default=2, help="B, sentence pairs")
+    parser.add_argument("--source-len", type=size, default=5, help="S, source words")
+    parser.add_argument("--target-len", type=size, default=3, help="T, target words")
+    parser.add_argument("--d-model", type=size, default=16, help="d, numbers per word")
+    parser.add_argument("--heads", type=size, default=4, help="h, heads (must divide d)")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     args = parser.parse_args()
     B, S, T, d, h = args.batch, args.source_len, args.target_len, args.d_model, args.heads
     if d % h:
         parser.error(f"--d-model {d} is not divisible by --heads {h}")
+    check_size(parser, numbers=2 * B * h * T * S + B * (S + T) * d,
+               work=4 * B * (S + T) * d * d + 4 * B * T * S * d)
 
     torch.manual_seed(args.seed)
     decoder_states = torch.randn(B, T, d)  # [B, T, d]: the queries' source
@@ -46,6 +49,7 @@ def main():
     out, weights = cross(decoder_states, memory, memory, average_attn_weights=False)
 
     print(f"[B, S, T, d, h] = {[B, S, T, d, h]}")
+    print(f"  ({B} sentence pairs, {S} source words, {T} target words, {d} numbers per word, {h} heads)")
     print(f"decoder states (queries)      {list(decoder_states.shape)}")
     print(f"encoder output (keys, values) {list(memory.shape)}")
     print(f"attention weights, all heads  {list(weights.shape)} = [B, h, T, S]")
@@ -66,6 +70,7 @@ def main():
         print(f"with the last source word of item 1 marked as padding: its weight="
               f"{padded[0, :, :, -1].abs().max().item()}; rows still sum to "
               f"{padded.sum(-1).min().item():.6f}..{padded.sum(-1).max().item():.6f}")
+
 
 if __name__ == "__main__":
     main()

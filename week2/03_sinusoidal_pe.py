@@ -10,22 +10,23 @@ the hands of a clock. Consequences checked below: PE(0) = [0, 1, 0, 1, ...]; eve
 lies in [-1, 1]; each tag has squared length d/2 (one sin^2 + cos^2 = 1 per pair); and
 PE(p + k) is PE(p) turned by the angles k w_i: a fixed rotation that depends on k only.
 
-Setup (REPRODUCTION.md: matches the page, not proven original): d_model 16, max_len 10;
-the NumPy float64 formula against an independent torch float32 implementation (the
-div_term = exp(arange(0, d, 2) * -(ln 10000 / d)) form), difference taken in float64.
-That max |...| line is rounding noise.
+Setup (prints the page's line; not proven to be the original): d_model 16, max_len 10;
+the NumPy float64 formula against an independent torch float32 implementation, the one
+common in PyTorch code, which writes the speeds as div_term = exp(arange(0, d, 2) *
+-(ln 10000 / d)) instead of 10000^(-2i/d). The difference is taken in float64 and prints
+0.00000011; taken in float32 it prints 0.00000012. max_len 11 or 12 print the same, 13
+does not. That max |...| line is rounding noise.
 """
-import argparse
 import math
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import check_size, int_range, lesson_parser
+from common.printing import vec
+
 import numpy as np
 import torch
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range  # noqa: E402
-from common.printing import vec  # noqa: E402
 
 
 def sinusoidal_pe(max_len, d):
@@ -61,26 +62,28 @@ def rotation(k, d):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Sinusoidal positional encoding: formula, hand-check, bounds, length, "
-        "rotation (Week 2, section 5).",
-        epilog="Try it: --d-model 64 --max-len 100 (every property still holds), "
-        "--offset 1 5 50.")
-    parser.add_argument("--d-model", type=int_range(2, 4096), default=16, help="d, even (16)")
-    parser.add_argument("--max-len", type=int_range(2, 10000), default=10, help="positions 0..max_len-1 (10)")
-    parser.add_argument("--offset", type=int_range(1, 10000), nargs="+", default=[1, 3],
-                        help="offsets k for the rotation check (1 3)")
+    parser = lesson_parser(__file__, "Sinusoidal positional encoding: formula, hand-check, bounds, "
+                           "length, rotation (Week 2, section 5).", try_it=[
+                               ("--d-model 64 --max-len 100", "a bigger table: every property still holds"),
+                               ("--max-len 100 --offset 1 5 50", "the rotation check for offsets 1, 5 and 50")])
+    parser.add_argument("--d-model", type=int_range(2, 4096), default=16, help="d, even")
+    parser.add_argument("--max-len", type=int_range(2, 10000), default=10, help="positions 0..max_len-1")
+    parser.add_argument("--offset", type=int_range(1, 9999), nargs="+", default=[1, 3],
+                        help="offsets k for the rotation check, each below --max-len")
     args = parser.parse_args()
     d, max_len = args.d_model, args.max_len
     if d % 2:
         parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
     if max(args.offset) >= max_len:
-        parser.error(f"--offset must be below --max-len {max_len}")
+        parser.error(f"--offset must be below --max-len {max_len} (got {max(args.offset)})")
+    check_size(parser, numbers=max_len * d, work=len(args.offset) * max_len * d * d)
 
     pe = sinusoidal_pe(max_len, d)  # [max_len, d]
     gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()
     print(f"PE table [max_len, d]=[{max_len}, {d}]")
     print(f"max |formula (NumPy) - div_term form (torch)|={gap:.8f}")
+    print("  (the page's formula vs the way PyTorch code usually writes it, with the speeds as "
+          "exp(-2i ln(10000) / d): the same table up to float32 rounding)")
 
     small = sinusoidal_pe(2, 4)  # the page's hand-check, d = 4
     omega = 10000.0 ** (-2 * np.arange(2) / 4)
@@ -91,6 +94,7 @@ def main():
     sq_len = (pe ** 2).sum(axis=1)  # [max_len]
     print(f"squared length of every PE(p): {sq_len.min():.6f}..{sq_len.max():.6f} = d/2 = {d / 2:g}")
 
+    print("R(k) below turns each (sin, cos) pair by the angle k w_i; it is built from k alone:")
     for k in args.offset:
         R = rotation(k, d)  # one matrix for every p
         err = np.abs(pe[k:] - pe[:-k] @ R.T).max()  # rows p = 0..max_len-1-k

@@ -9,24 +9,30 @@ LayerNorm takes mean and variance over the d features of one token: each token a
 BatchNorm takes them over the batch (and time) for one feature at a time: each value
 then depends on the other examples in the batch. With gamma = 1, beta = 0 below.
 
-Setup: the page's own examples (known, REPRODUCTION.md for the print format and the
-BatchNorm error); the [2, 3, 4] tensor for the axis check is rng(42) standard_normal.
+Setup: the page's own examples. LayerNorm([1, 2, 3]) is printed with
+", ".join(f"{v:.4f}"), which gives the page's -1.2247, 0.0000, 1.2247 (the middle value
+is +0.0, so no "-0.0000"). torch's BatchNorm1d in training mode on one value per channel
+raises the page's ValueError. torch 2.13 refuses eps=0 in training mode, so the by-hand
+BatchNorm uses eps=0 and torch its default 1e-5: both print the page's matrix. The
+[2, 3, 4] tensor for the axis check is rng(42) standard_normal as float32.
 """
-import argparse
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, lesson_parser, png_path
+from common.figures import figure_path, plt, save_figure
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, png_path  # noqa: E402
-from common.figures import plt, save_figure  # noqa: E402
-
 FIGURE = Path(__file__).resolve().parent / "figures" / "norm_axes.png"
 # Axes of a [B, T, d] tensor that one mean/variance is pooled over.
 POOL_AXES = {"LayerNorm": (2,), "BatchNorm": (0, 1)}
+# Light colours (black digits stay readable), and no colour shared between the two panels:
+# a colour means one group of one norm.
+PALETTE = {"LayerNorm": [1, 3, 5, 7, 9, 11], "BatchNorm": [13, 15, 17, 19]}  # tab20's light shades
 
 
 def normalize(x, axes, eps=0.0):
@@ -54,11 +60,11 @@ def plot(shape):
         group = np.ravel_multi_index([index[a] for a in kept], [shape[a] for a in kept])
         grid = group.reshape(B * T, d)  # rows = tokens (b, t), columns = features
         n_groups = grid.max() + 1
-        colours = plt.get_cmap("tab10")(np.arange(n_groups) % 10)
+        colours = plt.get_cmap("tab20")(PALETTE[name])  # one colour per group
         ax.imshow(colours[grid], aspect="auto")
         for r in range(B * T):
             for c in range(d):
-                ax.text(c, r, str(grid[r, c] + 1), ha="center", va="center", fontsize=9)
+                ax.text(c, r, f"{name[0]}{grid[r, c] + 1}", ha="center", va="center", fontsize=9)
         ax.axhline(T - 0.5, color="black", linewidth=2)  # between batch items
         ax.set_xticks(range(d), [str(c + 1) for c in range(d)])
         ax.set_yticks(range(B * T), [f"b={r // T + 1}, t={r % T + 1}" for r in range(B * T)])
@@ -68,21 +74,20 @@ def plot(shape):
         ax.set_title(f"{name}: {n_groups} groups, {grid.size // n_groups} cells each\n"
                      f"(a group = {what})", fontsize=10)
     fig.suptitle(f"Which cells share one mean and variance, [B, T, d] = {list(shape)}")
-    fig.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=plt.get_cmap("tab10")(0))],
-               labels=["same colour and number = pooled together; thick line = next batch item"],
-               loc="lower center", frameon=False)
+    fig.text(0.5, 0.02, "same colour and label = one mean and variance (L = LayerNorm group, "
+             "B = BatchNorm group); thick line = next batch item", ha="center")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="LayerNorm vs BatchNorm by hand and with torch, and which axes each pools "
-        "(Week 2, section 6; saves Figure 2).",
-        epilog="Try it: --seed 7 (the axis check holds for any tensor); --figure /tmp/axes.png.")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the [2, 3, 4] tensor (42)")
-    parser.add_argument("--figure", type=png_path, default=FIGURE,
-                        help="where to save Figure 2 (week2/figures/norm_axes.png)")
+    parser = lesson_parser(__file__, "LayerNorm vs BatchNorm by hand and with torch, and which axes each "
+                           "pools (Week 2, section 6; saves Figure 2).", try_it=[
+                               ("--seed 7", "another [2, 3, 4] tensor: the by-hand norms still match torch's"),
+                               ("--figure axes.png", "save Figure 2 to axes.png in this directory")])
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the [2, 3, 4] tensor")
+    parser.add_argument("--figure", type=png_path, help="save Figure 2 here; a default run saves it to "
+                        "week2/figures/norm_axes.png")
     args = parser.parse_args()
 
     token = np.array([1.0, 2.0, 3.0])  # one token, d = 3
@@ -113,12 +118,13 @@ def main():
     bn3 = nn.BatchNorm1d(4, affine=False)(torch.from_numpy(x).transpose(1, 2)).transpose(1, 2)  # [B, d, T]
     for name, by_torch in (("LayerNorm", ln), ("BatchNorm", bn3)):
         mine = normalize(x.astype(np.float64), POOL_AXES[name], eps=1e-5)
-        print(f"[B, T, d]=[2, 3, 4], {name} pools axes {POOL_AXES[name]}:")
+        what = "d: the features of one token" if name == "LayerNorm" else "B and T: one feature over every token"
+        print(f"[B, T, d]=[2, 3, 4], {name} pools axes {POOL_AXES[name]} ({what}):")
         print(f"max |by hand - torch {name}|={np.abs(mine - by_torch.detach().numpy()).max():.8f}")
     # LayerNorm: 6 groups of 4 (each token alone); BatchNorm: 4 groups of 6 (each feature
     # across every token of every example), hence its dependence on the rest of the batch.
 
-    print(f"saved {save_figure(plot(x.shape), args.figure)}")
+    print(save_figure(plot(x.shape), figure_path(parser, args, FIGURE)))
 
 
 if __name__ == "__main__":

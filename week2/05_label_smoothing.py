@@ -9,21 +9,28 @@ Uniform-mixture rule (what torch's label_smoothing=epsilon uses):
 The other convention gives the gold class exactly 1 - epsilon and spreads epsilon over
 the V - 1 others; the two differ, so always say which one you use.
 
-Setup: V = 4, gold index 2, epsilon = 0.1, float32 as torch does by default. The page's
-logits are not known: [0.6, 0.1, 1.8, 0.5] is a reconstruction from the page's loss (the
-gold logit exceeds the others by 1.2, 1.7 and 1.3; REPRODUCTION.md). Only these gaps
-matter, not the logits themselves, up to float32 rounding in the last digit.
+Setup: V = 4, gold index 2, epsilon = 0.1, float32 as torch does by default. The page
+gives the loss 0.66827178 but not the logits, so [0.6, 0.1, 1.8, 0.5] is a
+reconstruction, and the whole truth about it is this:
+  - in exact arithmetic the loss depends only on the gaps between the gold logit and the
+    others; the gaps 1.2, 1.3 and 1.7 give 0.66827168 (float64). But one loss is one
+    equation in three gaps: a whole surface of gap sets gives the same value (1.0, 1.5
+    and 1.83613565, for one), so the page's number cannot pin down its logits;
+  - in float32 the last printed digits depend on the logits themselves, not only on the
+    gaps: this shift prints the page's 0.66827178, while the same gaps shifted (e.g.
+    [0.3, 0.8, 2.0, 0.7], which reorders them) print 0.66827166. The shift was chosen
+    because it prints the page's digits.
+So the loss line reproduces the page's number, but only the gaps are a finding.
 """
-import argparse
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import float_range, int_range, lesson_parser
+from common.printing import vec
+
 import torch
 import torch.nn.functional as F
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import float_range, int_range  # noqa: E402
-from common.printing import vec  # noqa: E402
 
 
 def smoothed_target(V, gold, epsilon):
@@ -40,20 +47,28 @@ def gold_exact_target(V, gold, epsilon):
     return q
 
 
+def relative_gap(a, b):
+    """|a - b| / |b|, or |a - b| when b is below 1: float32 keeps about 7 significant digits,
+    so two float32 computations of one number agree to about 1e-7 of its size."""
+    return abs(a - b) / max(1.0, abs(b))
+
+
 def main():
-    parser = argparse.ArgumentParser(
-        description="Label-smoothed cross-entropy by hand vs torch's label_smoothing "
-        "(Week 2, section 7).",
-        epilog="Try it: --epsilon 0 (plain cross-entropy), --epsilon 0.3, "
-        "--logits 0 0 9 0 (sure and right: smoothing still charges for the certainty).")
-    parser.add_argument("--logits", type=float, nargs="+", default=[0.6, 0.1, 1.8, 0.5],
-                        help="model scores z, one per vocabulary word (0.6 0.1 1.8 0.5)")
-    parser.add_argument("--gold", type=int_range(0, 1000), default=2, help="index of the right word (2)")
-    parser.add_argument("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon (0.1)")
+    parser = lesson_parser(__file__, "Label-smoothed cross-entropy by hand vs torch's label_smoothing "
+                           "(Week 2, section 7).", try_it=[
+                               ("--epsilon 0", "no smoothing: the loss is plain cross-entropy"),
+                               ("--epsilon 0.3", "more smoothing: the gold word's target drops to 0.775"),
+                               ("--logits 0 0 9 0", "sure and right: smoothing still charges for the certainty"),
+                               ("--logits 1e9 0 0 -1e9", "huge logits: the two losses still agree to float32 "
+                                "rounding")])
+    parser.add_argument("--logits", type=float_range(-1e30, 1e30), nargs="+", default=[0.6, 0.1, 1.8, 0.5],
+                        help="model scores z, one per vocabulary word")
+    parser.add_argument("--gold", type=int_range(0, 999), default=2, help="index of the right word, from 0")
+    parser.add_argument("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing")
     args = parser.parse_args()
     V, gold, epsilon = len(args.logits), args.gold, args.epsilon
-    if V < 2 or gold >= V:
-        parser.error(f"need at least 2 logits and --gold below their number ({V})")
+    if not 2 <= V <= 1000 or gold >= V:
+        parser.error(f"need 2 to 1000 logits and --gold below their number (got {V} logits, --gold {gold})")
 
     z = torch.tensor(args.logits)  # [V], float32
     q = smoothed_target(V, gold, epsilon)
@@ -62,9 +77,11 @@ def main():
 
     hand = -(q * torch.log_softmax(z, dim=-1)).sum()
     by_torch = F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
-    equal = abs(hand.item() - by_torch.item()) <= 1e-6  # agree to float32 rounding
+    gap = relative_gap(hand.item(), by_torch.item())
     print(f"hand-built loss={hand.item():.8f}; torch label_smoothing={epsilon:g} loss="
-          f"{by_torch.item():.8f}; equal={equal}")
+          f"{by_torch.item():.8f}; equal={gap <= 1e-6}")
+    print(f"max |(hand-built - torch) / torch|={gap:.8f}")
+    print("  (equal means: the same up to float32 rounding, a relative gap of at most 0.000001)")
     print(f"plain cross-entropy (no smoothing)={F.cross_entropy(z[None], torch.tensor([gold])).item():.8f}")
 
     q5 = smoothed_target(5, 2, 0.1)  # the page's hand-check: V = 5, gold 3rd
@@ -73,7 +90,7 @@ def main():
     other = gold_exact_target(V, gold, epsilon)
     other_loss = -(other * torch.log_softmax(z, dim=-1)).sum()
     print(f"other convention (gold exactly 1 - epsilon): target={vec(other, 3)}; "
-          f"loss={other_loss.item():.8f}; equal to torch={abs(other_loss.item() - by_torch.item()) <= 1e-6}")
+          f"loss={other_loss.item():.8f}; equal to torch={relative_gap(other_loss.item(), by_torch.item()) <= 1e-6}")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
 
 

@@ -8,17 +8,16 @@ Page: Week 2, section 7 "Training tricks: label smoothing and the warm-up schedu
 For s < w the second term is smaller: lr grows linearly in s. For s > w the first is
 smaller: lr decays like 1/sqrt(s). The two meet at s = w, the peak.
 
-Setup (known, REPRODUCTION.md): exactly this formula, printed with 10 decimals.
+Setup (reproduces the page's table exactly): this formula, printed with 10 decimals.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range, png_path  # noqa: E402
-from common.figures import plt, save_figure  # noqa: E402
+from common.cli import int_range, lesson_parser, png_path
+from common.figures import figure_path, plt, save_figure
+
+import numpy as np
 
 FIGURE = Path(__file__).resolve().parent / "figures" / "warmup_schedule.png"
 
@@ -44,18 +43,23 @@ def plot(widths, warmup, steps, peaks):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="The warm-up schedule: table, peak, ratios (Week 2, section 7; saves Figure 3).",
-        epilog="Try it: --warmup 1000 (an earlier, higher peak), --d-model 1024 64, "
-        "--steps 1 2000 4000 16000.")
+    parser = lesson_parser(__file__, "The warm-up schedule: table, peak, ratios (Week 2, section 7; "
+                           "saves Figure 3).", try_it=[
+                               ("--warmup 1000", "an earlier, higher peak (the figure is not saved: add "
+                                "--figure PATH.png)"),
+                               ("--d-model 1024 64 --figure widths.png", "two other widths, the figure saved "
+                                "to widths.png in this directory"),
+                               ("--steps 1 2000 4000 16000", "the rate at other steps")])
     parser.add_argument("--d-model", type=int_range(1, 65536), nargs="+", default=[512, 256],
-                        help="model widths d (512 256)")
-    parser.add_argument("--warmup", type=int_range(1, 10**6), default=4000, help="w (4000)")
+                        help="model widths d, up to 6")
+    parser.add_argument("--warmup", type=int_range(1, 10**6), default=4000, help="w, warm-up steps")
     parser.add_argument("--steps", type=int_range(1, 10**7), nargs="+", default=[1, 1000, 4000, 8000],
-                        help="steps for the table (1 1000 4000 8000)")
-    parser.add_argument("--figure", type=png_path, default=FIGURE,
-                        help="where to save Figure 3 (week2/figures/warmup_schedule.png)")
+                        help="steps for the table")
+    parser.add_argument("--figure", type=png_path, help="save Figure 3 here; a default run saves it to "
+                        "week2/figures/warmup_schedule.png")
     args = parser.parse_args()
+    if len(args.d_model) > 6 or len(args.steps) > 50:
+        parser.error("give at most 6 widths and 50 steps")
     widths, w = args.d_model, args.warmup
 
     print("step     " + "".join(f"{f'd={d}':<15}" for d in widths).rstrip())
@@ -64,7 +68,7 @@ def main():
 
     horizon = np.arange(1, 5 * w + 1)  # look for the peak over the first 5w steps
     peaks = [int(horizon[np.argmax(learning_rate(horizon, d, w))]) for d in widths]
-    print(f"peak at step {', '.join(map(str, peaks))} (w = {w})")
+    print("peak: " + ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True)) + f" (w = {w})")
     d = widths[0]
     peak = learning_rate(w, d, w)
     print(f"d={d}: lr(w/4) / peak={learning_rate(w / 4, d, w) / peak:.4f} (a quarter of the way up "
@@ -76,7 +80,7 @@ def main():
               f"sqrt({other}/{d})={(other / d) ** 0.5:.4f}")
     # A wider model gets a smaller rate at every step, by the factor sqrt(d_other / d).
 
-    print(f"saved {save_figure(plot(widths, w, horizon, peaks), args.figure)}")
+    print(save_figure(plot(widths, w, horizon, peaks), figure_path(parser, args, FIGURE)))
 
 
 if __name__ == "__main__":

@@ -11,17 +11,17 @@ cross-attention), one feed-forward net and three LayerNorms:
 The output layer maps each position's d numbers to V vocabulary scores: d x V weights,
 plus V with a bias.
 
-Setup: deterministic; torch modules are built on the "meta" device (shapes, no memory).
+Setup: deterministic; torch modules are built on the "meta" device (shapes only, no
+memory, no random draws), so any size counts instantly.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import torch.nn as nn
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range  # noqa: E402
-from common.printing import n_params  # noqa: E402
+from common.cli import int_range, lesson_parser
+from common.printing import n_params
+
+import torch.nn as nn
 
 
 def decoder_layer_params(d, f):
@@ -33,16 +33,17 @@ def decoder_layer_params(d, f):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Decoder-layer parameter formula vs torch's TransformerDecoderLayer, "
-        "six layers, and the output layer (Week 2, section 4).",
-        epilog="Try it: --d-model 768 --d-ff 3072 --heads 12, --vocab 50257 (GPT-2's vocabulary), "
-        "--layers 12.")
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d (512)")
-    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f (2048)")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, does not change the count (8)")
-    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="decoder layers (6)")
-    parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V (37000)")
+    parser = lesson_parser(__file__, "Decoder-layer parameter formula vs torch's TransformerDecoderLayer, "
+                           "six layers, and the output layer (Week 2, section 4).", try_it=[
+                               ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base widths in a decoder layer"),
+                               ("--vocab 50257", "GPT-2's vocabulary: a much bigger output layer"),
+                               ("--layers 12", "twelve layers: twelve times the layer count")])
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word")
+    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width")
+    parser.add_argument("--heads", type=int_range(1, 128), default=8,
+                        help="h, heads (must divide d; does not change the count)")
+    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="decoder layers")
+    parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")
     args = parser.parse_args()
     d, f, h, V = args.d_model, args.d_ff, args.heads, args.vocab
     if d % h:
@@ -66,8 +67,10 @@ def main():
           "embeddings and the output layer not included)")
     encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
     extra = n_params(layer) - n_params(encoder_layer)
-    print(f"decoder layer - encoder layer={extra:,} = cross-attention 4d^2+4d "
-          f"({4 * d * d + 4 * d:,}) + one more LayerNorm 2d ({2 * d:,})")
+    cross, norm3 = n_params(layer.multihead_attn), n_params(layer.norm3)  # what the encoder layer lacks
+    print(f"decoder layer - encoder layer={extra:,}; torch's cross-attention block {cross:,} "
+          f"(4d^2+4d={4 * d * d + 4 * d:,}) + its third LayerNorm {norm3:,} (2d={2 * d:,}) = {cross + norm3:,}; "
+          f"equal={extra == cross + norm3}")
 
     out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
     print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights; with a bias "

@@ -10,17 +10,18 @@ With gold inputs every position can be trained at once (hence the causal mask). 
 time no gold exists: the decoder feeds on its own guesses, so an early mistake leaks
 into every later input.
 
-Setup (known, REPRODUCTION.md): the "model's guesses" are stand-ins drawn with
-np.random.default_rng(42).integers(1, 10, size=4); 0 is the start symbol BOS.
+Setup (reproduces the page's table exactly): the vocabulary is the tokens 1..9, with 0
+the start symbol BOS. There is no model here: the "model's guesses" are stand-ins drawn
+with np.random.default_rng(42).integers(1, 10, size=4), which gives the page's [1, 7, 6, 4]
+(week2/12_train_tiny_transformer.py has a real model making real guesses).
 """
-import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED  # noqa: E402
+from common.cli import SEED, int_range, lesson_parser
+
+import numpy as np
 
 BOS = 0
 
@@ -31,13 +32,15 @@ def shift_right(tokens, bos=BOS):
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Teacher-forced vs free-running decoder inputs (Week 2, section 1).",
-        epilog="Try it: --gold 5 8 2 9 1 (any target), --seed 3 (other stand-in guesses).")
-    parser.add_argument("--gold", type=int, nargs="+", default=[1, 2, 3, 4],
-                        help="gold target token ids (1 2 3 4)")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the stand-in guesses (42)")
+    parser = lesson_parser(__file__, "Teacher-forced vs free-running decoder inputs (Week 2, section 1).",
+                           try_it=[("--gold 5 8 2 9 1", "any target of tokens 1..9: the input is it, shifted"),
+                                   ("--seed 3", "other stand-in guesses")])
+    parser.add_argument("--gold", type=int_range(1, 9), nargs="+", default=[1, 2, 3, 4],
+                        help=f"gold target tokens, up to 20 ({BOS} is the start symbol, so not a target)")
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the stand-in guesses")
     args = parser.parse_args()
+    if len(args.gold) > 20:
+        parser.error(f"--gold takes at most 20 tokens (got {len(args.gold)})")
 
     gold = args.gold
     print(f"gold target={gold}")

@@ -7,33 +7,36 @@ look back". Week 2, section 2 has the same mask.
 The snippet, as on the page: 4 tokens of width 8; q, k, v from three nn.Linear layers;
 scores = q k^T / sqrt(d_k); the future (upper triangle) filled with -inf; softmax over
 each row; out = weights @ v. The several-head version splits the same q, k, v into h
-heads of width 8 / h, runs the same masked attention in each, and concatenates.
+heads of width 8 / h, runs the same masked attention in each, concatenates, and blends
+the heads with an output projection W_O ("The block blends them all": without W_O each
+output number would still come from one head only).
 
-Setup: torch.manual_seed(42) before the snippet (the page draws without a seed).
+Setup: torch.manual_seed(42) before the snippet (the page draws without a seed); W_O is
+an nn.Linear(d_model, d_model) built after the snippet's three.
 """
-import argparse
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, int_range, lesson_parser
+from common.printing import vec
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range  # noqa: E402
-from common.printing import vec  # noqa: E402
-
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="The ELI5 single-head causal self-attention snippet, and a several-head "
-        "version (ELI5 Part 3; Week 2, section 2).",
-        epilog="Try it: --heads 4, --seq 6, --seed 1; the rows still sum to 1 and the future "
-        "still gets exactly 0.")
-    parser.add_argument("--seq", type=int_range(1, 64), default=4, help="number of tokens (4)")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="token width (8)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=2, help="heads in the second part (2)")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed (42)")
+    parser = lesson_parser(__file__, "The ELI5 single-head causal self-attention snippet, and a "
+                           "several-head version (ELI5 Part 3; Week 2, section 2).", try_it=[
+                               ("--heads 4", "four heads of width 2: each its own pattern, all causal"),
+                               ("--seq 6", "six tokens: a bigger staircase"),
+                               ("--seed 1", "other numbers; rows still sum to 1, the future still gets 0")])
+    parser.add_argument("--seq", type=int_range(1, 64), default=4, help="number of tokens")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="token width")
+    parser.add_argument("--heads", type=int_range(1, 64), default=2,
+                        help="heads in the second part (must divide d-model)")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     args = parser.parse_args()
     seq, d_model, h = args.seq, args.d_model, args.heads
     if d_model % h:
@@ -77,7 +80,17 @@ def main():
               f"weight on the future={w[mask].sum().item()}; last row={vec(w[-1])}")
     fused = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)  # torch's own causal kernel
     print(f"max |heads by hand - torch SDPA(is_causal=True)|={(heads - fused).abs().max().item():.8f}")
-    # Each head has its own weight pattern over the same tokens; all obey the causal rule.
+
+    W_O = nn.Linear(d_model, d_model)  # blends the heads: every output number reads every head
+    blended = W_O(concat)  # (seq, d_model)
+    with torch.no_grad():
+        W_O.weight[:, d_model // h:] = 0  # cut W_O off from every head but the first ...
+    from_head_1 = W_O(concat)
+    print(f"W_O blends the {h} heads into {list(blended.shape)}; reading head 1 only, the output "
+          f"would differ: {not torch.allclose(blended, from_head_1)}" if h > 1 else
+          f"W_O mixes the head's numbers into {list(blended.shape)}")
+    # Each head has its own weight pattern over the same tokens; all obey the causal rule;
+    # W_O then blends what the heads found into each token's new vector.
 
 
 if __name__ == "__main__":
