@@ -3,78 +3,128 @@
 Page: Week 1, all sections: the hand-checkable examples, the small counts, the
 "Where the exam asks this" answers and the "Check yourself" answers, in page order.
 
-Each line shows what is computed, the result at the page's own precision, the page's
-value, and whether they agree. Exam answers whose inputs are not on the page (the other
-scores of a question, the options of a multiple-choice item) are not computed, and the
-line says why instead of repeating the answer. The script exits 1 if any value disagrees.
-Conventions: parameter counts include biases and affine LayerNorms where the page's
-count does (it says so on each line); softmax is the exact softmax in float64.
+Each line runs the operation the page describes on the page's own inputs (a softmax, an
+attention call, a real torch module) and prints the result at the page's precision beside
+the page's value, as the page writes it: `agree`, or `DISAGREE` when they differ. A wrong
+operation would show up as DISAGREE (the tests feed some in and see it). Exam answers whose
+inputs are not on the page (the other scores of a question, the options of a
+multiple-choice item) are not computed, and the line says why instead of repeating the
+answer. The script exits 1 if any value disagrees.
+
+Setup: the choices the page does not make.
+- Section 1: the encoder is a plain tanh RNN, torch's nn.RNN with 4 numbers per word and a
+  hidden state of 8, seed 0, random word vectors; c is its last hidden state. An nn.GRU or
+  nn.LSTM, or any width, prints the same: c's size never depends on the sentence's length.
+  The same measurement is run on what an attention model keeps instead (every encoder
+  state), whose size does grow: that line shows the check can say "different".
+- Section 3: the NumPy attention is softmax(Q K^T / sqrt(d_k)) V with d_k the width of Q;
+  the notes' q = 1 example has d_k = 1, so its scores are not changed by the scaling.
+- Section 5: the eight heads are the input's eight slices of 64 numbers (identity
+  projections), each attended with torch's F.scaled_dot_product_attention and glued back
+  with torch.cat; a 10-word sentence (seed 0). The [T, 512] answer is the output shape of
+  torch's nn.MultiheadAttention(512, 8) for sentences of 3 and 10 words.
+- Sections 6 and 7: torch's TransformerEncoderLayer (post-norm, ReLU, biases and affine
+  LayerNorms on), seed 0; parameter counts include biases and LayerNorms where the page's
+  count does (each line says which). The score entries B h T^2 are read from the weights
+  torch's nn.MultiheadAttention(8, 2) returns per head.
+- Check yourself 3 redraws 02_dot_product_variance's numbers: one
+  np.random.default_rng(42), q then k, standard_normal((20000, d_k)), population variance.
+Softmax is the exact softmax in float64. Every value is printed at the page's precision,
+so no line depends on the CPU or thread count.
 """
-import argparse
 import sys
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import lesson_parser
+from common.maths import softmax
+from common.printing import n_params
+from common.report import Ledger
 
 import numpy as np
 import torch
 import torch.nn as nn
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.maths import softmax  # noqa: E402
-from common.printing import n_params  # noqa: E402
-from common.report import Ledger  # noqa: E402
+import torch.nn.functional as F
 
 
-def main():
-    argparse.ArgumentParser(
-        description="Recompute every worked number on the Week 1 page and compare it with "
-        "the page's value.",
-        epilog="Try it: run it while reading the page; each line names its section.").parse_args()
-    ledger = Ledger()
-    print("Week 1 worked examples, recomputed: each computed value beside the page's value")
+def shape(tensor):
+    return str(list(tensor.shape))
 
+
+def same_or_different(sizes):
+    return "the same" if len(set(sizes)) == 1 else "different"
+
+
+def encoder_summary(rnn, words):
+    """What an old seq2seq encoder hands the decoder: the context c, its last hidden state."""
+    _, last = rnn(words)  # last [1, width]
+    return last[0]  # [width]
+
+
+def encoder_memory(rnn, words):
+    """What an attention model keeps instead: every hidden state, one per source word."""
+    states, _ = rnn(words)
+    return states  # [T, width]
+
+
+def section_1(ledger, summary=encoder_summary):
     ledger.section("1. The squeezed summary (seq2seq bottleneck)")
-    rng = np.random.default_rng(42)  # a toy RNN encoder: h_t = tanh(h_(t-1) W + x_t U)
-    W, U = rng.standard_normal((8, 8)) * 0.3, rng.standard_normal((4, 8))
-    sizes = []
-    for n_words in (3, 30):
-        h = np.zeros(8)
-        for x in rng.standard_normal((n_words, 4)):  # one word vector per step
-            h = np.tanh(h @ W + x @ U)
-        sizes.append(h.shape)  # the context c is the last state
-    ledger.check("size of c for a 3-word vs a 30-word sentence (toy RNN, width 8)",
-                 "the same" if sizes[0] == sizes[1] else "different", "the same")
+    torch.manual_seed(0)
+    rnn = nn.RNN(input_size=4, hidden_size=8)  # a plain tanh RNN encoder, state width 8
+    sentences = [torch.randn(n_words, 4) for n_words in (3, 30)]  # one 4-number vector per word
+    with torch.no_grad():
+        c = [shape(summary(rnn, words)) for words in sentences]
+        memory = [shape(encoder_memory(rnn, words)) for words in sentences]
+    ledger.check("size of c for a 3-word vs a 30-word sentence (torch nn.RNN, width 8)",
+                 same_or_different(c), "the same")
+    print(f"    (c has shape {c[0]} after 3 words and {c[1]} after 30 words)")
+    print(f"    (the same test on what attention keeps, one state per word: {memory[0]} vs "
+          f"{memory[1]}, {same_or_different(memory)})")
     ledger.skip("2025 T1 Quiz 1, Q107", "a choice among options the page does not list")
     ledger.skip("2026 T1 Quiz 2, Q9", "a choice among options the page does not list")
 
+
+def section_2(ledger, softmax=softmax):
     ledger.section("2. Bahdanau attention")
-    H = np.array([[1.0, 0.0], [0.0, 1.0]])  # h_1, h_2
-    alpha = softmax(np.array([2.0, 0.0]))  # made-up scores e = [2, 0]
+    H = np.array([[1.0, 0.0], [0.0, 1.0]])  # h_1, h_2, one encoder state per row
+    alpha = softmax(np.array([2.0, 0.0]))  # the made-up scores e = [2, 0]
     ledger.check("alpha for scores e = [2, 0]", alpha, "[0.881, 0.119]")
     ledger.check("context c_t = alpha_1 h_1 + alpha_2 h_2", alpha @ H, "[0.881, 0.119]")
-    summed, v = np.array([2.0, 2.0]), np.array([1.0, 1.0])  # W_a s + U_a h_1, and v_a
-    ledger.check("2026 T1 Quiz 1, Q13: score v . tanh((2, 2)) = 2 tanh 2", v @ np.tanh(summed), "1.93")
+    summed, v_a = np.array([2.0, 2.0]), np.array([1.0, 1.0])  # W_a s + U_a h_1, and v_a
+    ledger.check("2026 T1 Quiz 1, Q13: score v . tanh((2, 2)) = 2 tanh 2", v_a @ np.tanh(summed), "1.93")
     ledger.skip("2026 T1 Quiz 1, Q14: softmax of the scores", "the question's other scores are not on the page")
     ledger.skip("2026 T1 Quiz 1, Q15: the context vector", "the question's weights and states are not on the page")
     ledger.skip("2026 T2 Quiz 1, Q2", "a choice among options the page does not list")
 
+
+def attention(Q, K, V):
+    """softmax(Q K^T / sqrt(d_k)) V; also returns the weights A and the scaled scores."""
+    d_k = Q.shape[-1]
+    scores = Q @ K.T / np.sqrt(d_k)  # [T_q, T_k]
+    A = softmax(scores, axis=-1)  # one row per query, over the keys
+    return A @ V, A, scores  # [T_q, d_v], [T_q, T_k], [T_q, T_k]
+
+
+def section_3(ledger, attention=attention):
     ledger.section("3. Self-attention, identity projections W^Q = W^K = W^V = I")
-    X = np.eye(2)  # two tokens, 2-dim
-    Q, K, V = X @ np.eye(2), X @ np.eye(2), X @ np.eye(2)
-    scores = Q @ K.T / np.sqrt(2)  # d_k = 2
-    A = softmax(scores, axis=-1)
-    Z = A @ V
+    X = np.eye(2)  # two tokens, 2 numbers each
+    W_Q = W_K = W_V = np.eye(2)
+    Z, A, scores = attention(X @ W_Q, X @ W_K, X @ W_V)  # d_k = 2
     ledger.check("token 1's scaled scores Q K^T / sqrt(2)", scores[0], "[0.707, 0]")
     ledger.check("token 1's weights alpha", A[0], "[0.670, 0.330]")
     ledger.check("z_1", Z[0], "[0.670, 0.330]")
     ledger.check("z_2 (by symmetry)", Z[1], "[0.330, 0.670]")
-    q, k, v = np.array([1.0]), np.array([[0.0], [0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]])
-    weights = softmax(k @ q)  # q = 1, k_1 = k_2 = 0
-    ledger.check("notes example q = 1, k_1 = k_2 = 0: weights (page: 1/2, 1/2)", weights, "[0.5, 0.5]")
-    ledger.check("z = weighted sum of the values v_1 = [1, 0], v_2 = [0, 2]", weights @ v, "[0.5, 1]")
+    q, k, v = np.array([[1.0]]), np.array([[0.0], [0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]])
+    z, weights, _ = attention(q, k, v)  # q = 1, k_1 = k_2 = 0, v_1 = [1, 0], v_2 = [0, 2]
+    ledger.check("notes example q = 1, k_1 = k_2 = 0: weights (page: 1/2, 1/2)", weights[0], "[0.5, 0.5]")
+    ledger.check("z = weighted sum of the values v_1 = [1, 0], v_2 = [0, 2]", z[0], "[0.5, 1]")
 
+
+def section_4(ledger, softmax=softmax):
     ledger.section("4. Why divide by sqrt(d_k)")
-    ledger.check("softmax of raw scores [8, 0]", softmax(np.array([8.0, 0.0])), "[0.9997, 0.0003]")
-    scaled = np.array([8.0, 0.0]) / np.sqrt(64)
+    raw, d_k = np.array([8.0, 0.0]), 64
+    ledger.check("softmax of raw scores [8, 0]", softmax(raw), "[0.9997, 0.0003]")
+    scaled = raw / np.sqrt(d_k)
     ledger.check("scores divided by sqrt(64)", scaled, "[1, 0]")
     ledger.check("softmax of the scaled scores", softmax(scaled), "[0.731, 0.269]")
     values = np.array([[1, 0], [0, 1], [1, 1], [2, 1]], dtype=float)
@@ -84,22 +134,57 @@ def main():
     for question in ("2025 T3 Quiz 1, Q173", "2026 T1 Quiz 1, Q3", "2025 T2 Quiz 1, Q136"):
         ledger.skip(question, "a choice among options the page does not list")
 
+
+def split_heads(x, h):
+    """[T, d_model] -> [h, T, d_k]: each head gets its own slice of the numbers."""
+    return torch.stack(x.chunk(h, dim=-1))
+
+
+def concat_heads(Z):
+    """[h, T, d_v] -> [T, h d_v]: Concat(H_1, ..., H_h), the heads' outputs side by side."""
+    return torch.cat(list(Z), dim=-1)
+
+
+def run_heads(concat, d_model=512, h=8, T=10):
+    """Split a sentence into h heads, let each head attend on its own, glue the heads back."""
+    torch.manual_seed(0)
+    x = torch.randn(T, d_model)  # [T, d_model]
+    heads = split_heads(x, h)  # [h, T, d_k]
+    Z = F.scaled_dot_product_attention(heads, heads, heads)  # [h, T, d_k], one pattern per head
+    return heads, concat(Z)  # [h, T, d_k], [T, h d_k]
+
+
+def shape_in_T(shapes):
+    """{T: output shape} -> the shape with T written as 'T' where it follows the length."""
+    written = {"[" + ", ".join("T" if n == T else str(n) for n in s) + "]" for T, s in shapes.items()}
+    return written.pop() if len(written) == 1 else " vs ".join(sorted(written))
+
+
+def section_5(ledger, concat=concat_heads):
     ledger.section("5. Multi-head attention and W^O (d_model = 512, h = 8)")
-    mha = nn.MultiheadAttention(512, 8, device="meta")
-    d_k = mha.head_dim
-    ledger.check("head width d_k = d_model / h", d_k, "64")
-    ledger.check("width of 8 heads of width 64, concatenated", 8 * d_k, "512")
-    ledger.check("shape of W^O (torch's out_proj)", str(list(mha.out_proj.weight.shape)), "[512, 512]")
+    heads, glued = run_heads(concat)
+    ledger.check("head width d_k: a [10, 512] sentence split into 8 heads", heads.shape[-1], "64")
+    ledger.check("width of 8 attended heads of width 64, concatenated (torch.cat)", glued.shape[-1], "512")
+    mha = nn.MultiheadAttention(512, 8)
+    ledger.check("shape of W^O (torch's out_proj)", shape(mha.out_proj.weight), "[512, 512]")
     concat = np.concatenate([[1.0, 2.0], [3.0, 4.0]])  # one token's outputs from heads 1 and 2
-    W_O = np.array([[1, 0], [0, 1], [1, 0], [0, 1]], dtype=float)  # columns [1,0,1,0], [0,1,0,1]
+    W_O = np.column_stack([[1, 0, 1, 0], [0, 1, 0, 1]]).astype(float)  # the page's two columns
     ledger.check("W^O example: concatenation", concat, "[1, 2, 3, 4]")
     ledger.check("W^O example: [1, 2, 3, 4] W^O", concat @ W_O, "[4, 6]")
-    ledger.check("2026 T1 Quiz 2, Q2: concatenated output for T tokens", f"[T, {8 * d_k}]", "[T, 512]")
+    outputs = {}
+    with torch.no_grad():
+        for T in (3, 10):
+            x = torch.randn(T, 512)  # one sentence of T words
+            outputs[T] = mha(x, x, x)[0].shape  # [T, d_model]
+    ledger.check("2026 T1 Quiz 2, Q2: output of torch's MultiheadAttention(512, 8), T = 3 and 10",
+                 shape_in_T(outputs), "[T, 512]")
     ledger.check("2025 T3 Quiz 1, Q191: weights in W_O for d_model 768 (no bias)",
                  nn.MultiheadAttention(768, 12, device="meta").out_proj.weight.numel(), "589,824")
     ledger.skip("2026 T1 Quiz 1, Q9", "a choice among options the page does not list")
     ledger.skip("2025 T3 Quiz 1, Q183", "the page leaves the answer to the question bank")
 
+
+def section_6(ledger):
     ledger.section("6. The encoder layer")
     torch.manual_seed(0)
     encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0), 6,
@@ -108,8 +193,8 @@ def main():
     with torch.no_grad():
         for i, layer in enumerate(encoder.layers, start=1):  # each layer has its own weights
             x = layer(x)
-            ledger.check(f"shape after encoder layer {i} of 6, input [50, 512]", str(list(x.shape)), "[50, 512]")
-    ledger.check("2026 T1 Quiz 1, Q4: output of the 6th layer", str(list(x.shape)), "[50, 512]")
+            ledger.check(f"shape after encoder layer {i} of 6, input [50, 512]", shape(x), "[50, 512]")
+    ledger.check("2026 T1 Quiz 1, Q4: output of the 6th layer", shape(x), "[50, 512]")
     small = nn.TransformerEncoderLayer(64, 4, 256, batch_first=True)
     with torch.no_grad():
         y = small(torch.randn(5, 20, 64))  # 5 sentences padded to 20 tokens, d_model 64
@@ -117,47 +202,76 @@ def main():
     ledger.skip("2026 T1 Quiz 2, Q8", "a choice among options the page does not list")
     ledger.skip("2025 T2 Quiz 1, Q135", "a choice among options the page does not list")
 
+
+def encoder_layer(d=512, f=2048):
+    return nn.TransformerEncoderLayer(d, 8, f, device="meta")  # shapes only, no numbers
+
+
+def section_7(ledger):
     ledger.section("7. Counting parameters, d = 512, f = 2048 (biases and affine norms counted)")
     d, f = 512, 2048
-    layer = nn.TransformerEncoderLayer(d, 8, f, device="meta")
-    ledger.check("Q, K, V and W^O weights 4 d^2", 4 * d * d, "1,048,576")
-    ledger.check("attention biases 4 d", 4 * d, "2,048")
-    ledger.check("MHA 4 d^2 + 4 d (torch's self_attn)", n_params(layer.self_attn), "1,050,624")
-    ledger.check("FFN weights 2 d f", 2 * d * f, "2,097,152")
-    ledger.check("FFN biases f + d", f + d, "2,560")
-    ledger.check("FFN 2 d f + f + d (torch's linear1 + linear2)",
-                 n_params(layer.linear1) + n_params(layer.linear2), "2,099,712")
+    layer = encoder_layer(d, f)
+    attn, ffn = layer.self_attn, [layer.linear1, layer.linear2]
+    ledger.check("Q, K, V and W^O weights (torch's in_proj and out_proj weights)",
+                 attn.in_proj_weight.numel() + attn.out_proj.weight.numel(), "1,048,576")
+    ledger.check("attention biases (torch's in_proj and out_proj biases)",
+                 attn.in_proj_bias.numel() + attn.out_proj.bias.numel(), "2,048")
+    ledger.check("MHA 4 d^2 + 4 d (torch's self_attn)", n_params(attn), "1,050,624")
+    ledger.check("FFN weights W_1, W_2 (torch's linear1, linear2)", sum(m.weight.numel() for m in ffn), "2,097,152")
+    ledger.check("FFN biases b_1, b_2 (torch's)", sum(m.bias.numel() for m in ffn), "2,560")
+    ledger.check("FFN 2 d f + f + d (torch's linear1 + linear2)", sum(n_params(m) for m in ffn), "2,099,712")
     ledger.check("two LayerNorms 4 d (torch's norm1 + norm2)", n_params(layer.norm1) + n_params(layer.norm2), "2,048")
-    ledger.check("encoder layer 4 d^2 + 2 d f + f + 9 d", 4 * d * d + 2 * d * f + f + 9 * d, "3,152,384")
+    ledger.check("the page's formula 4 d^2 + 2 d f + f + 9 d", 4 * d * d + 2 * d * f + f + 9 * d, "3,152,384")
     ledger.check("torch TransformerEncoderLayer(512, 8, 2048) count", n_params(layer), "3,152,384")
     ledger.check("course shorthand, in millions", f"{n_params(layer) / 1e6:.2f}M", "3.15M")
     stack = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
     ledger.check("six independently parameterised layers (torch)", n_params(stack), "18,914,304")
-    ledger.check("FFN / attention (page: about twice)",
-                 (n_params(layer.linear1) + n_params(layer.linear2)) / n_params(layer.self_attn), "2")
-    ledger.check("one head's W_Q, d_model 512, d_k 64", 512 * 64, "32,768")
+    ledger.check("FFN / attention (page: about twice)", sum(n_params(m) for m in ffn) / n_params(attn), "2")
+    W_Q = attn.in_proj_weight[:d]  # torch stores W^Q, W^K, W^V stacked: [3d, d], W^Q first
+    ledger.check("one head's W_Q, d_model 512, d_k 64 (head 1's rows of torch's W^Q)", W_Q[:64].numel(), "32,768")
     B, h, T = 4, 2, 12
+    torch.manual_seed(0)
     probe = nn.MultiheadAttention(8, h, batch_first=True)
-    tokens = torch.zeros(B, T, 8)
-    _, per_head = probe(tokens, tokens, tokens, average_attn_weights=False)  # [B, h, T, T]
+    with torch.no_grad():
+        tokens = torch.randn(B, T, 8)
+        _, per_head = probe(tokens, tokens, tokens, average_attn_weights=False)  # [B, h, T, T]
+        longer = torch.randn(B, 2 * T, 8)
+        _, doubled = probe(longer, longer, longer, average_attn_weights=False)  # [B, h, 2T, 2T]
     ledger.check("score entries B h T^2 for B = 4, h = 2, T = 12 (torch's weights)", per_head.numel(), "1,152")
-    long = torch.zeros(B, 2 * T, 8)
-    _, doubled = probe(long, long, long, average_attn_weights=False)
     ledger.check("doubling T multiplies the score entries by", doubled.numel() / per_head.numel(), "4")
 
+
+def check_yourself(ledger, softmax=softmax, concat=concat_heads):
     ledger.section("Check yourself")
     ledger.skip("1. why one fixed context vector is a problem", "a conceptual answer, no number")
     ledger.check("2. context for scores [2, 0], states [1, 0] and [0, 1]",
                  softmax(np.array([2.0, 0.0])) @ np.eye(2), "[0.881, 0.119]")
     rng = np.random.default_rng(42)  # the draws of 02_dot_product_variance
     scaled_vars = []
-    for width in (4, 16, 64, 256):
-        q, k = rng.standard_normal((20000, width)), rng.standard_normal((20000, width))
-        scaled_vars.append((q * k).sum(axis=1).var() / width)
+    for d_k in (4, 16, 64, 256):
+        q, k = rng.standard_normal((20000, d_k)), rng.standard_normal((20000, d_k))
+        scaled_vars.append(((q * k).sum(axis=1) / np.sqrt(d_k)).var())  # Var(q.k / sqrt(d_k))
     ledger.check("3. scaled variances for d_k = 4, 16, 64, 256", scaled_vars, "[1.011, 0.992, 0.997, 0.992]")
-    ledger.check("4. concatenation width, 8 heads of width 64", 8 * 64, "512")
-    ledger.check("4. shape of W^O", str(list(mha.out_proj.weight.shape)), "[512, 512]")
-    ledger.check("5. one encoder layer, d = 512, f = 2048", n_params(layer), "3,152,384")
+    _, glued = run_heads(concat)
+    ledger.check("4. concatenation width, 8 heads of width 64 (torch.cat)", glued.shape[-1], "512")
+    ledger.check("4. shape of W^O (torch's out_proj)", shape(nn.MultiheadAttention(512, 8).out_proj.weight),
+                 "[512, 512]")
+    ledger.check("5. one encoder layer, d = 512, f = 2048 (torch)", n_params(encoder_layer()), "3,152,384")
+
+
+def main():
+    parser = lesson_parser(__file__, "Recompute every worked number on the Week 1 page and set it "
+                           "beside the page's value.", try_it=[
+                               ("", "read it beside the page: one block per section, one line per value, "
+                                    "agree or DISAGREE")])
+    parser.parse_args()
+    ledger = Ledger()
+    print("Week 1 worked examples, recomputed: each computed value beside the page's value")
+    for section in (section_1, section_2, section_3, section_4, section_5, section_6, section_7,
+                    check_yourself):
+        section(ledger)
+    # Every number the page works out by hand is what the operation it describes gives;
+    # the shapes and counts are read from torch's own modules, not from the page's formulas.
     return ledger.finish()
 
 

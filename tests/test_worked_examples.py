@@ -1,0 +1,171 @@
+"""The worked-example scripts check something: each section runs the page's operation on the
+page's inputs, so the same section fed a wrong operation prints DISAGREE; as written, every
+value agrees and the default runs exit 0."""
+import math
+
+from common.report import Ledger
+
+import numpy as np
+import pytest
+import torch
+
+from tests.conftest import load_script
+
+W1 = load_script("week1/06_worked_examples")
+W2 = load_script("week2/09_worked_examples")
+
+
+def run(section, capsys, **operations):
+    """Run one section with the given operations; return {line label: its mark}."""
+    section(Ledger(), **operations)
+    marks = {}
+    for line in capsys.readouterr().out.splitlines():
+        if ": computed " in line:
+            label, _, rest = line.strip().partition(": computed ")
+            marks[label] = rest.rsplit("; ", 1)[1]
+    return marks
+
+
+def disagreeing(marks):
+    return {label for label, mark in marks.items() if mark == "DISAGREE"}
+
+
+SECTIONS = [W1.section_1, W1.section_2, W1.section_3, W1.section_4, W1.section_5, W1.section_6,
+            W1.section_7, W1.check_yourself, W2.section_1, W2.section_2, W2.section_3,
+            W2.section_4, W2.section_5, W2.section_6, W2.section_7, W2.check_yourself]
+
+
+@pytest.mark.parametrize("section", SECTIONS, ids=lambda s: f"{s.__module__}.{s.__name__}")
+def test_each_section_agrees_as_written(section, capsys):
+    marks = run(section, capsys)
+    assert marks and set(marks.values()) == {"agree"}
+
+
+# ---------------------------------------------------------------- Week 1, fed wrong operations
+
+def test_week1_a_summary_that_grows_with_the_sentence_disagrees(capsys):
+    marks = run(W1.section_1, capsys, summary=W1.encoder_memory)  # every state, not the last one
+    assert disagreeing(marks) == {"size of c for a 3-word vs a 30-word sentence (torch nn.RNN, width 8)"}
+
+
+def test_week1_the_bottleneck_line_shows_attentions_memory_growing(capsys):
+    W1.section_1(Ledger())
+    assert "[3, 8] vs [30, 8], different" in capsys.readouterr().out
+
+
+def test_week1_normalising_without_exp_disagrees(capsys):
+    marks = run(W1.section_2, capsys, softmax=lambda e: e / e.sum())  # no exponential
+    assert "alpha for scores e = [2, 0]" in disagreeing(marks)
+    assert "context c_t = alpha_1 h_1 + alpha_2 h_2" in disagreeing(marks)
+
+
+def unscaled_attention(Q, K, V):
+    scores = Q @ K.T  # the 1/sqrt(d_k) forgotten
+    A = W1.softmax(scores, axis=-1)
+    return A @ V, A, scores
+
+
+def softmax_over_queries(Q, K, V):
+    scores = Q @ K.T / np.sqrt(Q.shape[-1])
+    A = W1.softmax(scores, axis=0)  # each key's column sums to 1, not each query's row
+    return A @ V, A, scores
+
+
+@pytest.mark.parametrize(("attention", "wrong_line"), [
+    (unscaled_attention, "token 1's scaled scores Q K^T / sqrt(2)"),
+    (softmax_over_queries, "z = weighted sum of the values v_1 = [1, 0], v_2 = [0, 2]"),
+], ids=["no scaling", "softmax over the queries"])
+def test_week1_wrong_attention_disagrees(attention, wrong_line, capsys):
+    assert wrong_line in disagreeing(run(W1.section_3, capsys, attention=attention))
+
+
+def test_week1_softmax_over_the_wrong_thing_disagrees(capsys):
+    marks = run(W1.section_4, capsys, softmax=lambda x: np.exp(x) / np.exp(x).sum() ** 0.5)
+    assert {"softmax of raw scores [8, 0]", "softmax of the scaled scores"} <= disagreeing(marks)
+
+
+@pytest.mark.parametrize("section", [W1.section_5, W1.check_yourself], ids=["section 5", "check yourself"])
+def test_week1_averaging_heads_instead_of_concatenating_disagrees(section, capsys):
+    marks = run(section, capsys, concat=lambda Z: Z.mean(dim=0))  # [T, d_k], not [T, h d_k]
+    assert any("concatenat" in label for label in disagreeing(marks))
+
+
+# ---------------------------------------------------------------- Week 2, fed wrong operations
+
+def no_shift(target, bos=0):
+    return list(target), list(target)
+
+
+def labels_shifted_like_the_input(target, bos=0):
+    sequence = [bos, *target]
+    return sequence[:-1], sequence[:-1]
+
+
+def test_week2_forgetting_the_shift_disagrees(capsys):
+    marks = run(W2.section_1, capsys, example=no_shift)
+    assert {"teacher-forced decoder input for gold [1, 2, 3, 4] (0 = start)",
+            "free-running input: the decoder reads its own guesses instead",
+            "hand-check: step 3 input under teacher forcing, step 2 guessed C"} <= disagreeing(marks)
+
+
+def test_week2_labels_that_are_the_input_disagree(capsys):
+    assert disagreeing(run(W2.section_1, capsys, example=labels_shifted_like_the_input)) == {"labels"}
+
+
+def mask_with_the_diagonal(T):
+    return torch.triu(torch.full((T, T), -math.inf), diagonal=0)
+
+
+@pytest.mark.parametrize(("mask", "wrong_lines"), [
+    (mask_with_the_diagonal, {"blocked cells for T = 4 (torch's causal mask)", "blocked cells on the diagonal",
+                              "the page's scores [2, 1, 5, 3] with query 2's mask", "softmax of the masked row"}),
+    (lambda T: torch.zeros(T, T), {"blocked cells for T = 4 (torch's causal mask)",
+                                   "the page's scores [2, 1, 5, 3] with query 2's mask", "softmax of the masked row"}),
+], ids=["diagonal blocked", "no mask"])
+def test_week2_a_wrong_mask_disagrees(mask, wrong_lines, capsys):
+    assert wrong_lines <= disagreeing(run(W2.section_2, capsys, causal_mask=mask))
+
+
+def test_week2_queries_from_the_encoder_disagree(capsys):
+    marks = run(W2.section_3, capsys, cross_attention=lambda T, S: W2.cross_attention(S, T))
+    assert disagreeing(marks) == {"weight table for 3 target and 5 source words (torch)"}
+
+
+def test_week2_cos_before_sin_disagrees(capsys):
+    def swapped(p, d):
+        return W2.pe(p, d).reshape(-1, 2)[:, ::-1].ravel()
+    assert {"PE(0)", "PE(1)"} <= disagreeing(run(W2.section_5, capsys, pe=swapped))
+
+
+def test_week2_normalising_the_wrong_axis_disagrees(capsys):
+    marks = run(W2.section_6, capsys, layer_norm=lambda x: (x - x.mean(0)) / x.std(0),  # over the batch
+                batch_norm=W2.layer_norm)  # over the features
+    assert {"BatchNorm of [[1, 2], [3, 4]], row 1 (torch)", "LayerNorm of the same rows, row 1"} <= disagreeing(marks)
+
+
+def test_week2_the_other_smoothing_convention_disagrees(capsys):
+    marks = run(W2.section_7, capsys, smoothed_target=W2.other_convention_target)
+    assert {"V = 5, gold 3rd, eps = 0.1: target", "V = 4, gold index 2: target"} <= disagreeing(marks)
+
+
+def test_week2_a_schedule_decaying_like_one_over_step_disagrees(capsys):
+    def wrong_lr(step, d, warmup=4000):
+        return d ** -0.5 * min(warmup / step, step / warmup) * warmup ** -0.5
+    marks = run(W2.section_7, capsys, lr=wrong_lr)
+    assert "lr(8000) / lr(4000) (page: sqrt(4000/8000) = 1/sqrt(2) of the peak)" in disagreeing(marks)
+    assert "lr at step 4000, d = 512" not in disagreeing(marks)  # same peak: only the decay is wrong
+
+
+def test_week2_a_ratio_is_written_as_the_page_does_only_when_it_is_one():
+    assert W2.as_page_writes(1 / math.sqrt(2)) == "1/sqrt(2)"
+    assert W2.as_page_writes(0.5) == "0.5000000000"
+
+
+# ---------------------------------------------------------------- the default runs
+
+@pytest.mark.parametrize("name", ["week1/06_worked_examples", "week2/09_worked_examples"])
+def test_default_run_agrees_everywhere(outputs, name):
+    result = outputs[name]
+    assert result.returncode == 0, result.stderr
+    assert "DISAGREE" not in result.stdout
+    assert "; disagree: 0; " in result.stdout.splitlines()[-1]
