@@ -1,11 +1,12 @@
 """The lessons' own formulas agree with PyTorch for sizes other than the pages' too."""
+from common.printing import n_params as count
+
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from common.printing import n_params as count
 from tests.conftest import load_script
 
 
