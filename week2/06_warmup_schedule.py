@@ -36,7 +36,7 @@ def plot(widths, warmup, steps, peaks):
     ax.set_xlabel("training step s")
     ax.set_ylabel("learning rate")
     ax.set_title(f"Transformer learning-rate schedule (warm-up w = {warmup})")
-    ax.legend()
+    ax.legend(loc="upper right")
     ax.grid(alpha=0.3)
     fig.tight_layout()
     return fig
