@@ -91,7 +91,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         extras = []
         if isinstance(action.type, _Range):
             extras.append(str(action.type))
-        if action.option_strings and action.default not in (None, False, argparse.SUPPRESS):
+        if action.option_strings and not any(action.default is x for x in (None, False, argparse.SUPPRESS)):
             default = action.default
             if isinstance(default, list):
                 default = " ".join(map(str, default))

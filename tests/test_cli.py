@@ -31,6 +31,11 @@ BAD_ARGS = {
     "week2/09_worked_examples": ["--verbose"],
     "week2/10_eli5_causal_self_attention": ["--seq", "0"],
     "week2/11_mistakes_shown": ["--seed"],
+    "week2/13_count_without_biases": ["--heads", "3"],
+    "week2/14_positions_beyond_training": ["--d-model", "5"],
+    "week2/15_residual_gradient_depth": ["--scale", "4"],
+    "week2/16_batchnorm_padding": ["--batch", "1", "--tokens", "1"],
+    "week2/17_post_norm_decoder_layer": ["--d-model", "10", "--heads", "4"],
 }
 
 # Sizes each within its range that together would need gigabytes or minutes.

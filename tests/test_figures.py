@@ -18,6 +18,7 @@ FIGURES = {
     "week2/01_causal_mask": "week2/figures/causal_mask.png",
     "week2/04_norm_axes": "week2/figures/norm_axes.png",
     "week2/06_warmup_schedule": "week2/figures/warmup_schedule.png",
+    "week2/15_residual_gradient_depth": "week2/figures/residual_gradient_depth.png",
 }
 
 

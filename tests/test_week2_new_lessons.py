@@ -1,0 +1,178 @@
+"""week2/13 to week2/17: each verdict flips when a wrong implementation, or the other world,
+goes through the script's own code; and every "Try it" suggestion runs as printed."""
+import shlex
+import sys
+
+import pytest
+import torch
+
+import run_all
+from tests.conftest import SCRIPTS, load_script
+
+NEW = ["week2/13_count_without_biases", "week2/14_positions_beyond_training",
+       "week2/15_residual_gradient_depth", "week2/16_batchnorm_padding", "week2/17_post_norm_decoder_layer"]
+
+
+def run_main(name, argv, monkeypatch, capsys, **replace):
+    """Run the script's main() in this process with argv, after replacing some of its
+    functions; return (exit status, the Verdict lines)."""
+    module = load_script(name)
+    for attribute, value in replace.items():
+        monkeypatch.setattr(module, attribute, value)
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
+    threads = torch.get_num_threads()
+    try:
+        status = module.main()
+    finally:
+        torch.set_num_threads(threads)  # week2/15 runs on one thread; give the rest of the session its own
+    verdicts = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Verdict")]
+    return status or 0, verdicts
+
+
+def try_it_commands(help_text):
+    """The argument lists of the "Try it:" commands in a --help text."""
+    lines = help_text.split("Try it:\n", 1)[1].splitlines()
+    return [shlex.split(line)[2:] for line in lines if line.startswith("  ") and not line.startswith("      ")]
+
+
+def test_every_try_it_suggestion_runs():
+    helps = run_all.run_scripts([(SCRIPTS[name], ["--help"]) for name in NEW])
+    jobs = [(SCRIPTS[name], argv) for name, result in zip(NEW, helps, strict=True)
+            for argv in try_it_commands(result.stdout)]
+    assert len(jobs) >= 2 * len(NEW)
+    for (path, argv), result in zip(jobs, run_all.run_scripts(jobs), strict=True):
+        assert result.returncode == 0, f"{path.name} {argv}: {result.stderr}"
+        assert "Verdict" in result.stdout
+        assert "saved week2/figures" not in result.stdout  # only a default run rewrites a committed figure
+
+
+# week2/13: counting by kind
+
+def test_counts_match_torch_for_other_sizes(monkeypatch, capsys):
+    for argv in (["--d-model", "4", "--d-ff", "8", "--heads", "1"], ["--d-model", "768", "--d-ff", "3072"]):
+        assert run_main(NEW[0], argv, monkeypatch, capsys) == (0, [
+            "Verdict: every count by formula equals torch's own count, as the page says"])
+
+
+def test_a_wrong_formula_flips_the_count_verdict(monkeypatch, capsys):
+    right = load_script(NEW[0]).formulas
+
+    def encoder_attention(d, f):  # one attention block's weights, as if it were an encoder layer
+        counts = right(d, f)
+        counts["weight matrices"] = ("4d^2 + 2df", 4 * d * d + 2 * d * f)
+        return counts
+
+    status, verdicts = run_main(NEW[0], [], monkeypatch, capsys, formulas=encoder_attention)
+    assert status == 1 and verdicts[0].startswith("Verdict: CONTRADICTS THE PAGE")
+
+
+def test_sorting_layernorm_beta_as_a_bias_flips_the_count_verdict(monkeypatch, capsys):
+    def by_name_only(model, name):  # forgets that a LayerNorm's bias is its beta
+        return "biases" if name.endswith("bias") else "weight matrices"
+
+    status, verdicts = run_main(NEW[0], [], monkeypatch, capsys, kind_of=by_name_only)
+    assert status == 1 and "CONTRADICTS" in verdicts[0]
+
+
+# week2/14: positions beyond training
+
+def test_coordinate_index_slip_breaks_the_rotation(monkeypatch, capsys):
+    module = load_script(NEW[1])
+    np = module.np
+
+    def slipped_pe(positions, d):  # the coordinate c where the pair index i belongs
+        omega = 10000.0 ** (-2 * np.arange(d) / d)
+        angle = positions[:, None] * omega[None, :]
+        return np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
+
+    status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, sinusoidal_pe=slipped_pe)
+    assert status == 1 and verdicts[0].startswith("Verdict: CONTRADICTS THE PAGE")
+
+
+def test_an_unbounded_tag_or_a_bounded_contrast_flips_the_verdict(monkeypatch, capsys):
+    module = load_script(NEW[1])
+    status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, sinusoidal_pe=lambda p, d: module.np.repeat(
+        p[:, None] / 49.0, d, axis=1))
+    assert status == 1 and "CONTRADICTS" in verdicts[0]
+    status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, index_tag=lambda p, d, seen: module.np.tanh(
+        module.index_tag(p, d, seen)))
+    assert status == 1 and "index tag leaves [-1, 1]: False" in verdicts[0]
+
+
+# week2/15: residual gradient
+
+PAGE_15 = "Verdict: as the page says: the residual path carried the gradient down; the plain stack lost it"
+
+
+def test_residual_verdict_and_its_flips(monkeypatch, capsys, tmp_path):
+    figure = ["--figure", str(tmp_path / "r.png")]  # never rewrite the committed figure from a test
+    status, verdicts = run_main(NEW[2], figure, monkeypatch, capsys)
+    assert verdicts[0] == PAGE_15 and "wrong, as the page says" in verdicts[1]
+    # The other world: sublayers big enough that the plain stack keeps its gradient.
+    _, verdicts = run_main(NEW[2], ["--scale", "2.06", *figure], monkeypatch, capsys)
+    assert verdicts[0].startswith("Verdict: NOT THE PAGE'S PICTURE")
+    # A wrong residual wiring, 2 F(x) instead of x + F(x): no shortcut, so no verdict for it.
+    _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, residual=lambda x, F: F(x) + F(x))
+    assert verdicts[0].startswith("Verdict: NOT THE PAGE'S PICTURE")
+    # Sublayers that do not cancel their input: the 'guarantee' is then not refuted.
+    module = load_script(NEW[2])
+    _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, cancelling=module.residual)
+    assert verdicts[1].endswith("not refuted here")
+
+
+def test_gradient_sizes_are_one_for_an_identity_stack():
+    module = load_script(NEW[2])
+    x0, u = torch.randn(3, 5, dtype=torch.float64), torch.randn(3, 5, dtype=torch.float64)
+    u = u / u.norm(dim=1, keepdim=True)
+    sizes = module.gradient_sizes([torch.nn.Identity()] * 4, x0, u, module.plain)
+    assert sizes == pytest.approx([1.0] * 5, abs=1e-15)
+    sizes = module.gradient_sizes([lambda x: 0.5 * x] * 3, x0, u, module.plain)
+    assert sizes == pytest.approx([1.0, 0.5, 0.25, 0.125], abs=1e-15)
+
+
+# week2/16: BatchNorm and padding
+
+PAGE_16 = "Verdict: as the page says: padding moved BatchNorm's outputs for the real tokens"
+
+
+def test_padding_verdict_and_its_flips(monkeypatch, capsys):
+    assert run_main(NEW[3], [], monkeypatch, capsys)[1][0] == PAGE_16
+    assert "BatchNorm moved: False" in run_main(NEW[3], ["--pad", "0"], monkeypatch, capsys)[1][0]
+    module = load_script(NEW[3])
+
+    def layernorm_over_time_too(x):  # a wrong LayerNorm: mean and variance over [T, d]
+        return torch.nn.functional.layer_norm(x, x.shape[1:])
+
+    _, verdicts = run_main(NEW[3], [], monkeypatch, capsys, layernorm=layernorm_over_time_too)
+    assert "LayerNorm untouched: False" in verdicts[0]
+    _, verdicts = run_main(NEW[3], [], monkeypatch, capsys, batchnorm=module.layernorm)  # a per-token norm
+    assert "BatchNorm moved: False" in verdicts[0]
+
+
+def test_masked_batchnorm_matches_torch_without_padding():
+    module = load_script(NEW[3])
+    x = torch.randn(3, 5, 6, dtype=torch.float64)
+    with torch.no_grad():
+        torch.testing.assert_close(module.masked_batchnorm(module.pad(x, 4), 5)[:, :5], module.batchnorm(x),
+                                   rtol=0, atol=1e-12)
+
+
+# week2/17: post-norm placement
+
+PAGE_17 = ("Verdict: as the page says: torch's post-norm decoder layer puts LN1, LN2, LN3 after the residual")
+
+
+def test_placement_verdict_and_its_flips(monkeypatch, capsys):
+    assert run_main(NEW[4], [], monkeypatch, capsys) == (0, [PAGE_17])
+    module = load_script(NEW[4])
+    status, verdicts = run_main(NEW[4], [], monkeypatch, capsys, post_norm=lambda x, m, layer, norms=(1, 2, 3):
+                                module.pre_norm(x, m, layer))
+    assert status == 1 and "post-norm matches: False" in verdicts[0]
+
+    def no_causal_mask(x, source, mha, causal):  # forgets the mask in the decoder's self-attention
+        return module.attention(x, source, mha, causal=False)
+
+    status, verdicts = run_main(NEW[4], [], monkeypatch, capsys, attention=no_causal_mask)
+    assert status == 1 and "post-norm matches: False" in verdicts[0]
+    status, verdicts = run_main(NEW[4], [], monkeypatch, capsys, norm_in_branch=module.post_norm)
+    assert status == 1 and "the wrong placements all differ: False" in verdicts[0]

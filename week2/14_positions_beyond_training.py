@@ -1,0 +1,166 @@
+"""Sinusoidal position tags exist for positions no training sentence ever reached.
+
+Page: Week 2, section 5 "Sinusoidal positional encoding: a tag for where am I?", and its
+"Mistakes people make": tags can be computed for unseen positions (whether a model uses
+them well is an empirical question, not settled here); mixing up the coordinate index and
+the pair index i; forgetting that positions start at zero.
+
+    PE(p, 2i) = sin(p w_i),   PE(p, 2i+1) = cos(p w_i),   w_i = 10000^(-2i/d)
+
+i is the PAIR index, 0 .. d/2 - 1; the COORDINATES 2i and 2i + 1 share one speed w_i.
+The formula is a function of p, not a table learnt during training, so a position far past
+the longest training sentence gets a tag at once. What stays true there, checked below for
+every position up to --up-to: every entry lies in [-1, 1]; the squared length is d/2 (one
+sin^2 + cos^2 = 1 per pair); and PE(p + k) = R(k) PE(p), where R(k) turns pair i by the
+angle k w_i and is built from k alone. A tag that is just the position number scaled to
+the training length, p / (L - 1), is measured with the same code for contrast: it leaves
+[-1, 1] as soon as p passes the training length.
+
+Setup (choices the page does not give): d = 4, the page's hand-check width; training
+sentences of up to 50 words, so positions 0..49 were seen; every position up to 100,000
+is evaluated, in float64. The rotation check's max |...| lines are float rounding: they
+grow with p and d, about 1e-13 up to p = 100,000 with d = 4 and 1e-10 up to two million
+with d = 16, so they print as 0.00000000; the verdict's threshold is 1e-6.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import check_size, int_range, lesson_parser
+from common.printing import vec
+
+import numpy as np
+
+TOLERANCE = 1e-6  # a rotation gap above this is not rounding
+
+
+def omega(d):
+    """[d/2] speeds, one per PAIR i: w_i = 10000^(-2i/d)."""
+    i = np.arange(d // 2)  # the pair index
+    return 10000.0 ** (-2 * i / d)
+
+
+def sinusoidal_pe(positions, d):
+    """[len(positions), d]: row p = PE(p), coordinates 2i = sin(p w_i), 2i + 1 = cos(p w_i)."""
+    angle = positions[:, None] * omega(d)[None, :]  # [P, d/2]
+    pe = np.zeros((len(positions), d))
+    pe[:, 0::2] = np.sin(angle)  # even coordinates 2i
+    pe[:, 1::2] = np.cos(angle)  # odd coordinates 2i + 1
+    return pe
+
+
+def index_tag(positions, d, seen):
+    """The contrast: the position number scaled so the training positions span 0..1."""
+    return np.repeat(positions[:, None] / (seen - 1), d, axis=1)  # [P, d]
+
+
+def rotation(k, d):
+    """Block-diagonal [d, d]: pair i turned by the angle k w_i. Built from k alone, no p."""
+    R = np.zeros((d, d))
+    for i, w in enumerate(omega(d)):
+        c, s = np.cos(k * w), np.sin(k * w)
+        # sin(a + b) = sin a cos b + cos a sin b;  cos(a + b) = cos a cos b - sin a sin b
+        R[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
+    return R
+
+
+def short(x):
+    """A number at 4 decimals, or in powers of ten once it is too big for that to be readable."""
+    return f"{x:.4f}" if x < 1e5 else f"{x:.3e}"
+
+
+def index_table(d, far):
+    """The coordinate / pair / function / speed table, one row per coordinate."""
+    pe = sinusoidal_pe(np.array([0, 1, far]), d)  # [3, d]
+    rows = range(d) if d <= 8 else [*range(4), None, d - 2, d - 1]
+    print(f"  {'coordinate':>10}  {'pair i':>6}  {'function':<13}{'omega_i':>12}"
+          f"{'PE(0)':>9}{'PE(1)':>9}{f'PE({far:,})':>14}")
+    for c in rows:
+        if c is None:
+            print(f"  {'...':>10}")
+            continue
+        i = c // 2
+        function = f"{'sin' if c % 2 == 0 else 'cos'}(p w_{i})"
+        print(f"  {c:>10}  {i:>6}  {function:<13}{omega(d)[i]:>12.6f}"
+              f"{pe[0, c]:>9.4f}{pe[1, c]:>9.4f}{pe[2, c]:>14.4f}")
+
+
+def main():
+    parser = lesson_parser(__file__, "Sinusoidal position tags for positions never seen in training: "
+                           "bounded, length d/2, the same rotations; the pair index i vs the coordinate "
+                           "(Week 2, section 5).", try_it=[
+                               ("--d-model 16", "wider tags: more pairs, each slower; every property still holds"),
+                               ("--seen 10 --up-to 1000000", "a million positions past ten seen ones: "
+                                "still in [-1, 1], still the same rotations"),
+                               ("--offset 1 2 5000", "a jump of 5,000 positions is still one fixed rotation")])
+    parser.add_argument("--d-model", type=int_range(2, 1024), default=4, help="d, even: numbers per tag")
+    parser.add_argument("--seen", type=int_range(2, 100_000), default=50,
+                        help="training sentence length: positions 0..seen-1 were seen")
+    parser.add_argument("--up-to", type=int_range(3, 2_000_000), default=100_000,
+                        help="last position evaluated; every position up to it is checked")
+    parser.add_argument("--offset", type=int_range(1, 100_000), nargs="+", default=[1, 3, 1000],
+                        help="offsets k for the rotation check PE(p+k) = R(k) PE(p)")
+    args = parser.parse_args()
+    d, seen, up_to = args.d_model, args.seen, args.up_to
+    if d % 2:
+        parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
+    if up_to <= seen:
+        parser.error(f"--up-to {up_to} must be past the last seen position {seen - 1}")
+    if max(args.offset) > up_to - seen:
+        parser.error(f"--offset must be at most --up-to minus --seen ({up_to - seen}), "
+                     "so that p and p + k are both unseen positions")
+    check_size(parser, numbers=(up_to + 1) * d, work=(up_to + 1) * d * (len(args.offset) * d + 2))
+
+    print(f"Which index is which, d={d} (positions start at 0):")
+    index_table(d, up_to)
+    pe01 = sinusoidal_pe(np.array([0, 1]), d)
+    slip = 10000.0 ** (-2 * np.arange(d) / d)  # the slip: the coordinate index put where i belongs
+    slipped = np.where(np.arange(d) % 2 == 0, np.sin(slip), np.cos(slip))  # "PE(1)" with that slip
+    print(f"  the first word is position 0: PE(0)={vec(pe01[0])}; counting from 1 would give it "
+          f"{vec(pe01[1])}")
+    print(f"  putting the coordinate c (0..{d - 1}) where the pair index i belongs, 10000^(-2c/d), "
+          f"gives PE(1)={vec(slipped)}:")
+    print("  then a sin and its cos no longer share one speed, so no pair turns like a clock hand")
+
+    positions = np.arange(up_to + 1)  # [P]
+    unseen = positions >= seen
+    print(f"\nTraining saw positions 0..{seen - 1}; the tags of every position 0..{up_to:,} are computed.")
+    print(f"  {'tag':<22}{'positions':<22}{'smallest entry':>15}{'largest entry':>15}"
+          f"{'squared length':>22}")
+    pe = sinusoidal_pe(positions, d)  # [P, d]
+    bounded = {}
+    for name, table in (("sinusoidal", pe), (f"index p/{seen - 1}", index_tag(positions, d, seen))):
+        for where, rows in ((f"seen 0..{seen - 1}", ~unseen), (f"unseen {seen}..{up_to:,}", unseen)):
+            part = table[rows]  # [P_part, d]
+            sq_len = (part ** 2).sum(axis=1)
+            print(f"  {name:<22}{where:<22}{part.min():>15.4f}{part.max():>15.4f}"
+                  f"{short(sq_len.min()):>11}..{short(sq_len.max())}")
+        bounded[name] = bool((np.abs(table) <= 1).all())
+    print(f"  (sinusoidal: squared length d/2 = {d / 2:g}, since every sin/cos pair adds sin^2 + cos^2 = 1;")
+    print(f"   the index tag is 1 at the last seen position and {up_to / (seen - 1):,.4f} at "
+          f"position {up_to:,}: a value training never showed)")
+
+    gaps = {}
+    for k in args.offset:
+        p = positions[seen: up_to + 1 - k]  # p and p + k both unseen
+        gaps[k] = np.abs(pe[p + k] - pe[p] @ rotation(k, d).T).max()
+        print(f"max |PE(p+{k}) - R({k}) PE(p)|={gaps[k]:.8f}")
+    print(f"  (over every unseen p with p + k <= {up_to:,}; R(k) is built from k alone)")
+
+    sq_len = (pe ** 2).sum(axis=1)
+    sinusoid_ok = bounded["sinusoidal"] and np.abs(sq_len - d / 2).max() < TOLERANCE and \
+        max(gaps.values()) < TOLERANCE
+    index_leaves = not bounded[f"index p/{seen - 1}"]
+    if sinusoid_ok and index_leaves:
+        print("Verdict: as the page says: unseen positions get tags in [-1, 1], of squared length d/2,")
+        print(f"  related by the same rotations (gaps below {TOLERANCE:g}); the index tag leaves [-1, 1]")
+    else:
+        print(f"Verdict: CONTRADICTS THE PAGE: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
+              f"index tag leaves [-1, 1]: {index_leaves}")
+    # Computable is not the same as useful: a model trained on positions 0..49 has never
+    # seen these tags, and whether it handles them well has to be measured, not assumed.
+    return 0 if sinusoid_ok and index_leaves else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

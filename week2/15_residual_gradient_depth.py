@@ -1,0 +1,181 @@
+"""The residual path x + F(x): the gradient keeps a direct route down a deep stack.
+
+Page: Week 2, section 6 "Residual connections and normalization": "Each sublayer's output
+is added to its own input: x + F(x) ... the signal (and the gradient on the way back)
+always has a direct route"; and its "Mistakes people make": "A residual connection
+guarantees gradients never vanish" is wrong: it gives an extra path, not a guarantee.
+
+A stack of L sublayers, each a small random feed-forward net F(x) = W_2 relu(W_1 x + b_1) + b_2,
+wired two ways with the very same sublayers:
+    plain      x_{l+1} = F_l(x_l)            gradient: J_1^T J_2^T ... J_L^T g
+    residual   x_{l+1} = x_l + F_l(x_l)      gradient: (I + J_1)^T ... (I + J_L)^T g
+where J_l is sublayer l's Jacobian. Small weights make each J small: a product of many
+small J shrinks towards 0, while each I + J stays close to I. torch's autograd computes
+the gradient of (u . output) for a fixed unit vector u per token, and the size of the
+gradient is read at the input of every sublayer on its way down (1 at the top).
+
+Setup (choices the page does not give): d = 32, f = 4d = 128, 8 token vectors, L = 24
+sublayers (a 12-layer encoder has 24), float64, torch.manual_seed(42). The sublayers are
+torch nn.Linear layers with torch's default initialisation, weights times --scale. With
+those weights a plain sublayer shrinks a gradient by about scale^2 / sqrt(18) = 0.24 on
+average, and a residual one grows it by about sqrt(1 + scale^4 / 18) = 1.03 (the 18 is
+3 x 3 from the initialisation's variance, 1 / (3 fan_in), times 2 because relu keeps
+half). So at --scale 2.06 the plain stack neither shrinks nor grows on average, and the
+residual stack then grows by about sqrt(2) per sublayer. Sizes are root-mean-square over
+the 8 tokens of each token's gradient length.
+Verdict thresholds: the plain stack "vanished" below 1/100 or "exploded" above 100 at the
+input; the residual stack "stayed near 1" within a factor of 4 (1/4 to 4). A third stack
+shows the page's warning: residual wiring around sublayers that have learned to cancel
+their input, F(x) = FFN(x) - x, so that x + F(x) = FFN(x): the shortcut is gone, and so is
+the gradient. Nothing here is trained; the numbers are the same on every CPU.
+"""
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, float_range, int_range, lesson_parser, png_path
+from common.figures import figure_path, plt, save_figure
+
+import numpy as np
+import torch
+import torch.nn as nn
+from matplotlib.ticker import MaxNLocator
+
+FIGURE = Path(__file__).resolve().parent / "figures" / "residual_gradient_depth.png"
+TOKENS = 8
+VANISHED, EXPLODED = 1e-2, 1e2  # the plain stack's gradient at the input, outside these: lost
+NEAR_ONE = 4.0  # the residual stack's gradient at the input within 1/4..4: kept its size
+
+
+def plain(x, F):
+    return F(x)
+
+
+def residual(x, F):
+    return x + F(x)
+
+
+def cancelling(x, F):
+    """Residual wiring around a sublayer that has learned to subtract its input."""
+    return x + (F(x) - x)
+
+
+def gradient_sizes(sublayers, x0, u, wiring):
+    """[L + 1]: size of d(u . output)/dx at the input of sublayer L, L-1, ..., 1: entry k is
+    the gradient after it has passed k sublayers on its way down (entry 0 = at the top)."""
+    xs = [x0.clone().requires_grad_(True)]  # x_0 [T, d]
+    for F in sublayers:
+        xs.append(wiring(xs[-1], F))  # x_{l+1} [T, d]
+        xs[-1].retain_grad()
+    (u * xs[-1]).sum().backward()  # u: one unit vector per token, so the top gradient has size 1
+    sizes = [x.grad.norm(dim=1).pow(2).mean().sqrt().item() for x in xs]  # RMS over tokens
+    return np.array(sizes[::-1])
+
+
+def verdict_words(size):
+    if size < VANISHED:
+        return "vanished"
+    return "exploded" if size > EXPLODED or not np.isfinite(size) else "kept its size"
+
+
+def plot(sizes, scale, d):
+    L = len(sizes["plain"]) - 1
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    k = np.arange(L + 1)
+    ax.axhspan(1 / NEAR_ONE, NEAR_ONE, color="tab:blue", alpha=0.08,
+               label=f"near 1 (1/{NEAR_ONE:g} to {NEAR_ONE:g})")
+    ax.axhline(VANISHED, color="0.5", linestyle=":", linewidth=1)
+    ax.axhline(EXPLODED, color="0.5", linestyle=":", linewidth=1, label="lost: below 1/100, above 100")
+    marker = 3 if L <= 50 else 0  # dots for each sublayer while they can be told apart
+    ax.plot(k, sizes["residual"], "o-", color="tab:blue", markersize=marker, label="residual: x + F(x)")
+    ax.plot(k, sizes["plain"], "s-", color="tab:red", markersize=marker, label="plain: F(x)")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("sublayers the gradient has passed on its way down to the input")
+    ax.set_ylabel("size of the gradient (1 at the top)")
+    ax.set_title(f"Gradient size through {L} random feed-forward sublayer{'s' if L > 1 else ''} "
+                 f"(d = {d}, weights x {scale:g})", fontsize=11)
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+def main():
+    parser = lesson_parser(__file__, "Gradient size at the input of a deep stack of random sublayers, "
+                           "plain F(x) vs residual x + F(x), with torch autograd (Week 2, section 6; "
+                           "saves a figure).", try_it=[
+                               ("--depth 6", "a shallow stack: the plain gradient is already down to a few "
+                                "ten-thousandths"),
+                               ("--scale 2.06", "sublayers scaled so the plain stack keeps its size on "
+                                "average: now the residual one explodes; the shortcut helps while F is small"),
+                               ("--depth 200", "200 sublayers: even the residual gradient drifts up: "
+                                "an extra path, not a guarantee"),
+                               ("--seed 1", "other random sublayers: the same picture")])
+    parser.add_argument("--depth", type=int_range(1, 300), default=24, help="L, sublayers in the stack")
+    parser.add_argument("--scale", type=float_range(0.01, 4.0), default=1.0,
+                        help="every weight times this (1 = torch's default nn.Linear initialisation)")
+    parser.add_argument("--d-model", type=int_range(4, 256), default=32, help="d; the hidden width is 4d")
+    parser.add_argument("--seed", type=SEED, default=42, help="torch.manual_seed of the sublayers and inputs")
+    parser.add_argument("--figure", type=png_path, default=None,
+                        help="where to save the figure (a run with every other flag at its default "
+                        "saves week2/figures/residual_gradient_depth.png)")
+    args = parser.parse_args()
+    L, d, scale = args.depth, args.d_model, args.scale
+    check_size(parser, numbers=TOKENS * 4 * d * L, work=3 * 3 * L * TOKENS * 2 * d * 4 * d)
+
+    torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
+    torch.manual_seed(args.seed)
+    sublayers = []
+    for _ in range(L):
+        F = nn.Sequential(nn.Linear(d, 4 * d), nn.ReLU(), nn.Linear(4 * d, d)).double()
+        with torch.no_grad():
+            for layer in (F[0], F[2]):
+                layer.weight.mul_(scale)  # --scale: bigger or smaller sublayers
+        sublayers.append(F)
+    x0 = torch.randn(TOKENS, d, dtype=torch.float64)  # [T, d] the stack's input
+    u = torch.randn(TOKENS, d, dtype=torch.float64)
+    u = u / u.norm(dim=1, keepdim=True)  # [T, d] one unit direction per token
+
+    sizes = {name: gradient_sizes(sublayers, x0, u, wiring)
+             for name, wiring in (("plain", plain), ("residual", residual), ("cancelling", cancelling))}
+    print(f"{L} random feed-forward sublayers, d={d}, weights x {scale:g}; "
+          f"gradient of (u . output), size 1 at the top")
+    print(f"  {'sublayers passed':>16}  {'plain F(x)':>12}  {'residual x + F(x)':>18}")
+    shown = sorted({0, L} | {2 ** j for j in range(10) if 2 ** j < L})
+    for k in shown:
+        print(f"  {k:>16}  {sizes['plain'][k]:>12.2e}  {sizes['residual'][k]:>18.2e}")
+    print("  (1.5e-15 means 0.0000000000000015: the e-15 moves the point 15 places left)")
+    if not all(np.isfinite(s).all() for s in sizes.values()):
+        print("  (inf or nan: the numbers grew past float64's largest, about 1e308)")
+    per = {name: sizes[name][L] ** (1 / L) for name in ("plain", "residual")}
+    print(f"on average each sublayer multiplied the gradient by {per['plain']:.2f} (plain) "
+          f"and by {per['residual']:.2f} (residual)")
+
+    at_input = {name: s[L] for name, s in sizes.items()}
+    residual_near = 1 / NEAR_ONE <= at_input["residual"] <= NEAR_ONE
+    plain_lost = verdict_words(at_input["plain"]) != "kept its size"
+    print(f"at the input: plain {verdict_words(at_input['plain'])} ({at_input['plain']:.2e}); "
+          f"residual {'stayed near 1' if residual_near else verdict_words(at_input['residual'])} "
+          f"({at_input['residual']:.2e})")
+    print(f"  (lost = below 1/100 or above 100; near 1 = between 1/{NEAR_ONE:g} and {NEAR_ONE:g})")
+    if plain_lost and residual_near:
+        print("Verdict: as the page says: the residual path carried the gradient down; the plain stack lost it")
+    else:
+        print("Verdict: NOT THE PAGE'S PICTURE at these settings: it needs the plain stack to lose the "
+              "gradient and the residual one to keep it near 1")
+    cancelled = at_input["cancelling"] < VANISHED
+    print(f"residual wiring around sublayers that cancel their input, F(x) = FFN(x) - x: "
+          f"{at_input['cancelling']:.2e} at the input")
+    print("  (x + F(x) is then FFN(x), the plain stack again: the wiring alone promises nothing)")
+    print(f"Verdict on 'a residual guarantees gradients never vanish': "
+          f"{'wrong, as the page says (the gradient vanished anyway)' if cancelled else 'not refuted here'}")
+    # The shortcut adds I to every sublayer's Jacobian; it keeps the gradient only while the
+    # sublayers stay small and do not undo it. Real Transformers add LayerNorm and careful
+    # initialisation on top.
+
+    print(save_figure(plot(sizes, scale, d), figure_path(parser, args, FIGURE)))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,179 @@
+"""Where post-norm puts the three LayerNorms of a decoder layer, checked against torch.
+
+Page: Week 2, section 6 "Residual connections and normalization": "The original wiring
+(post-LN): z = LN(x + Sublayer(x)), at each of the three decoder sublayers (masked
+self-attention, cross-attention, FFN)."
+
+Written out by hand, a post-norm decoder layer is
+    z1  = LN1(x  + MaskedSelfAttention(x))          after masked self-attention + residual
+    z2  = LN2(z1 + CrossAttention(z1, memory))      after cross-attention + residual
+    out = LN3(z2 + FFN(z2))                         after the feed-forward net + residual
+and the pre-norm one (torch's norm_first=True) moves each LayerNorm into the branch, in
+front of its sublayer: z1 = x + MaskedSelfAttention(LN1(x)), and so on; the encoder's
+memory is not normalised there. Both are computed below with plain tensor operations
+(attention, mask, softmax, LayerNorm formula) from the weights of one torch
+nn.TransformerDecoderLayer, and compared with torch's own forward pass with
+norm_first=False and norm_first=True. Wrong placements written the same way (the
+LayerNorm inside the branch, x + LN(F(x)); LN2 and LN3 swapped) are compared too: they
+must not match, or the check could not tell placements apart.
+
+Setup (choices the page does not give): d = 8, h = 2, f = 16, 2 sentences of 4 target
+words reading 5 source words; float64, dropout off; torch.manual_seed(42). Every
+parameter, biases and LayerNorm gamma and beta included, is redrawn from N(0, 0.5^2):
+torch starts biases at 0, gamma at 1 and beta at 0, and a bias or a LayerNorm in the
+wrong place could then go unnoticed. The max |...| lines are float64 rounding; the
+verdict calls a gap of at most 1e-6 a match.
+"""
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, int_range, lesson_parser
+
+import torch
+import torch.nn as nn
+
+TOLERANCE = 1e-6  # a gap at most this is rounding: the two computations agree
+
+
+def attention(x, source, mha, causal):
+    """Multi-head attention by hand with the weights of torch's `mha`: queries from x
+    [B, T, d], keys and values from source [B, S, d]; causal hides the later positions."""
+    B, T, d = x.shape
+    S, h = source.shape[1], mha.num_heads
+    d_k = d // h
+    W_Q, W_K, W_V = mha.in_proj_weight.chunk(3)  # each [d, d]
+    b_Q, b_K, b_V = mha.in_proj_bias.chunk(3)  # each [d]
+
+    def split_heads(t):  # [B, n, d] -> [B, h, n, d_k]
+        return t.view(B, -1, h, d_k).transpose(1, 2)
+
+    Q = split_heads(x @ W_Q.T + b_Q)  # [B, h, T, d_k]
+    K = split_heads(source @ W_K.T + b_K)  # [B, h, S, d_k]
+    V = split_heads(source @ W_V.T + b_V)  # [B, h, S, d_k]
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)  # [B, h, T, S]
+    if causal:
+        future = torch.triu(torch.ones(T, S, dtype=torch.bool), diagonal=1)  # True = a later word
+        scores = scores.masked_fill(future, -math.inf)
+    alpha = torch.softmax(scores, dim=-1)  # [B, h, T, S]
+    concat = (alpha @ V).transpose(1, 2).reshape(B, T, d)  # [B, T, d]
+    return concat @ mha.out_proj.weight.T + mha.out_proj.bias
+
+
+def layer_norm(x, norm):
+    """gamma * (x - mean) / sqrt(var + eps) + beta over each token's d numbers."""
+    mean = x.mean(dim=-1, keepdim=True)
+    var = x.var(dim=-1, unbiased=False, keepdim=True)
+    return norm.weight * (x - mean) / torch.sqrt(var + norm.eps) + norm.bias
+
+
+def ffn(x, layer):
+    """W_2 relu(W_1 x + b_1) + b_2."""
+    return torch.relu(x @ layer.linear1.weight.T + layer.linear1.bias) @ layer.linear2.weight.T + layer.linear2.bias
+
+
+def post_norm(x, memory, layer, norms=(1, 2, 3)):
+    """The original wiring: a LayerNorm after each residual add. norms: which of the
+    layer's norm1..norm3 is used after sublayer 1, 2, 3."""
+    LN1, LN2, LN3 = (getattr(layer, f"norm{i}") for i in norms)
+    z1 = layer_norm(x + attention(x, x, layer.self_attn, causal=True), LN1)  # after masked self-attention
+    z2 = layer_norm(z1 + attention(z1, memory, layer.multihead_attn, causal=False), LN2)  # after cross-attention
+    return layer_norm(z2 + ffn(z2, layer), LN3)  # after the feed-forward net
+
+
+def pre_norm(x, memory, layer):
+    """norm_first: each LayerNorm in front of its sublayer, the residual path left bare."""
+    y = layer_norm(x, layer.norm1)
+    z1 = x + attention(y, y, layer.self_attn, causal=True)
+    z2 = z1 + attention(layer_norm(z1, layer.norm2), memory, layer.multihead_attn, causal=False)  # memory as is
+    return z2 + ffn(layer_norm(z2, layer.norm3), layer)
+
+
+def norm_in_branch(x, memory, layer):
+    """A wrong placement: the LayerNorm on the sublayer's output, before the add."""
+    z1 = x + layer_norm(attention(x, x, layer.self_attn, causal=True), layer.norm1)
+    z2 = z1 + layer_norm(attention(z1, memory, layer.multihead_attn, causal=False), layer.norm2)
+    return z2 + layer_norm(ffn(z2, layer), layer.norm3)
+
+
+def main():
+    parser = lesson_parser(__file__, "A post-norm decoder layer written out by hand against torch's "
+                           "TransformerDecoderLayer(norm_first=False), pre-norm against norm_first=True, "
+                           "and wrong placements that must not match (Week 2, section 6).", try_it=[
+                               ("--seed 7", "other weights and words: the same placements match"),
+                               ("--d-model 64 --heads 8 --d-ff 256 --tgt-len 10 --src-len 12",
+                                "a bigger layer: still a match at rounding level, the wrong ones still far off"),
+                               ("--tgt-len 1", "one target word: the causal mask hides nothing, placement "
+                                "still matters")])
+    parser.add_argument("--seed", type=SEED, default=42, help="torch.manual_seed of weights and inputs")
+    parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B, sentences")
+    parser.add_argument("--tgt-len", type=int_range(1, 256), default=4, help="T, target words")
+    parser.add_argument("--src-len", type=int_range(1, 256), default=5, help="S, source words (the memory)")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="d, numbers per word")
+    parser.add_argument("--heads", type=int_range(1, 64), default=2, help="h, heads (must divide d)")
+    parser.add_argument("--d-ff", type=int_range(1, 2048), default=16, help="f, feed-forward width")
+    args = parser.parse_args()
+    B, T, S, d, h, f = args.batch, args.tgt_len, args.src_len, args.d_model, args.heads, args.d_ff
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+    check_size(parser, numbers=max(B * h * T * S, B * h * T * T, B * max(T, S) * max(d, f)),
+               work=6 * B * (T * (8 * d * d + 2 * d * f) + S * 2 * d * d + 2 * T * (T + S) * d))  # 6 passes
+
+    torch.manual_seed(args.seed)
+    kwargs = dict(dropout=0.0, batch_first=True, dtype=torch.float64)
+    torch_post = nn.TransformerDecoderLayer(d, h, f, norm_first=False, **kwargs)
+    with torch.no_grad():
+        for p in torch_post.parameters():
+            p.copy_(0.5 * torch.randn_like(p))  # every weight, bias, gamma and beta random
+    torch_pre = nn.TransformerDecoderLayer(d, h, f, norm_first=True, **kwargs)
+    torch_pre.load_state_dict(torch_post.state_dict())  # the very same weights
+    x = torch.randn(B, T, d, dtype=torch.float64)  # [B, T, d] the decoder's input
+    memory = torch.randn(B, S, d, dtype=torch.float64)  # [B, S, d] the encoder's output
+    causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = hidden from the query
+
+    print(f"decoder layer d={d}, h={h}, f={f}; target [B, T, d]=[{B}, {T}, {d}], "
+          f"memory [B, S, d]=[{B}, {S}, {d}]")
+    print("post-norm by hand (the page's original wiring):")
+    print("  z1  = LN1(x  + MaskedSelfAttention(x))")
+    print("  z2  = LN2(z1 + CrossAttention(z1, memory))")
+    print("  out = LN3(z2 + FFN(z2))")
+    print("pre-norm by hand (torch's norm_first=True):")
+    print("  z1  = x  + MaskedSelfAttention(LN1(x))")
+    print("  z2  = z1 + CrossAttention(LN2(z1), memory)")
+    print("  out = z2 + FFN(LN3(z2))")
+
+    placements = {"post-norm LN(x + F(x))": post_norm,
+                  "pre-norm x + F(LN(x))": pre_norm,
+                  "LN in the branch x + LN(F(x))": norm_in_branch,
+                  "post-norm, LN2 and LN3 swapped": lambda x, m, layer: post_norm(x, m, layer, norms=(1, 3, 2))}
+    with torch.no_grad():
+        reference = {layer.norm_first: layer(x, memory, tgt_mask=causal) for layer in (torch_post, torch_pre)}
+        gaps = {name: {norm_first: (wiring(x, memory, torch_post) - out).abs().max().item()
+                       for norm_first, out in reference.items()}
+                for name, wiring in placements.items()}
+    print(f"\n{'':<34}largest gap to torch's layer with")
+    print(f"{'placement written by hand':<34}{'norm_first=False':>16}{'norm_first=True':>17}")
+    for name, gap in gaps.items():
+        print(f"{name:<34}{gap[False]:>16.4f}{gap[True]:>17.4f}")
+    print("  (0.0000 = the same output; the same weights and words go into every row)")
+    print(f"max |post-norm by hand - torch norm_first=False|={gaps['post-norm LN(x + F(x))'][False]:.8f}")
+    print(f"max |pre-norm by hand - torch norm_first=True|={gaps['pre-norm x + F(LN(x))'][True]:.8f}")
+
+    post_ok = gaps["post-norm LN(x + F(x))"][False] <= TOLERANCE
+    pre_ok = gaps["pre-norm x + F(LN(x))"][True] <= TOLERANCE
+    wrong_apart = all(gap[False] > TOLERANCE for name, gap in gaps.items() if name != "post-norm LN(x + F(x))")
+    if post_ok and pre_ok and wrong_apart:
+        print("Verdict: as the page says: torch's post-norm decoder layer puts LN1, LN2, LN3 after the residual")
+        print(f"  adds of self-attention, cross-attention and the FFN (gap at most {TOLERANCE:g}); "
+              "no other placement matches it")
+    else:
+        print(f"Verdict: CONTRADICTS THE PAGE: post-norm matches: {post_ok}; pre-norm matches: {pre_ok}; "
+              f"the wrong placements all differ: {wrong_apart}")
+    # Same weights, same words: only the position of the three LayerNorms differs, and that
+    # alone changes the output, so "where the norm goes" is part of the architecture.
+    return 0 if post_ok and pre_ok and wrong_apart else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
