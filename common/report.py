@@ -1,8 +1,13 @@
 """Bookkeeping for the scripts that hold the pages to account: the worked examples
 (computed value next to the page's value) and the "Mistakes people make" experiments
-(a belief, a computed verdict). Prints as it goes; finish() gives the exit status."""
+(a belief, one measurement run in two worlds, a computed verdict). Prints as it goes;
+finish() gives the exit status."""
 import re
+import textwrap
+from dataclasses import dataclass
 from fractions import Fraction
+
+WIDTH = 100  # a belief's lines are wrapped to this many characters
 
 
 def like(value, page):
@@ -20,10 +25,43 @@ def like(value, page):
     return "0" + text[2:] if text.startswith("-0") and float(text) == 0 else text
 
 
+@dataclass(frozen=True)
+class Finding:
+    """What one measurement saw in one world: `seen`, in words, and `as_page`, whether
+    that world behaves the way the page says the real thing does."""
+    seen: str
+    as_page: bool
+
+
+def _wrapped(text, first, rest):
+    """One long line as lines of at most WIDTH characters, indented by `first`, then `rest`.
+    A bracketed list such as [1, 2, 3, 4] is never split, nor "word 3" from its number."""
+    glued = re.sub(r"\[[^\]]*\]", lambda bracket: bracket.group().replace(" ", "\0"), text)
+    glued = re.sub(r"(\w) (?=\d)", "\\1\0", glued)
+    return textwrap.fill(glued, WIDTH, initial_indent=first, subsequent_indent=rest,
+                         break_long_words=False, break_on_hyphens=False).replace("\0", " ")
+
+
+AS_THE_PAGE_SAYS = "the belief is wrong, as the page says"
+CONTRADICTS = "CONTRADICTS THE PAGE"
+NO_CONTRAST = "THE EXPERIMENT CANNOT TELL THE TWO WORLDS APART"
+
+
+def verdict(page_world, belief_world):
+    """The verdict on one belief, from the same measurement run in both worlds. The page
+    is upheld only if its world (the real thing) behaves as the page says AND the belief's
+    world does not: a measurement that calls both worlds alike has shown nothing."""
+    if not page_world.as_page:
+        return CONTRADICTS
+    if belief_world.as_page:
+        return NO_CONTRAST
+    return AS_THE_PAGE_SAYS
+
+
 class Ledger:
     def __init__(self):
         self.agree, self.disagree, self.known_page_errors, self.not_computed = 0, 0, 0, 0
-        self.upheld, self.contradicted = 0, 0
+        self.upheld, self.contradicted, self.undecided, self.untestable = 0, 0, 0, 0
 
     def section(self, title):
         print(f"\n{title}")
@@ -48,22 +86,41 @@ class Ledger:
         self.not_computed += 1
         print(f"  {what}: not computed: {why}")
 
-    def belief(self, number, belief, experiment, result, page_is_right):
-        """One "Mistakes people make" bullet: the belief, the experiment, and its verdict."""
-        if page_is_right:
+    def belief(self, number, belief, experiment, page_world, belief_world):
+        """One "Mistakes people make" bullet: the belief, the experiment, what the same
+        measurement saw in each world, and the verdict.
+
+        page_world, belief_world: (label, Finding). The page's world is the one the page
+        describes (the real thing, where torch has it); the belief's world is the one in
+        which the belief would hold."""
+        (page_label, page_found), (belief_label, belief_found) = page_world, belief_world
+        said = verdict(page_found, belief_found)
+        if said == AS_THE_PAGE_SAYS:
             self.upheld += 1
-        else:
+        elif said == CONTRADICTS:
             self.contradicted += 1
-        verdict = "the belief is wrong, as the page says" if page_is_right else "CONTRADICTS THE PAGE"
-        print(f"\n{number}. Belief: {belief}\n   Experiment: {experiment}\n   Result: {result}\n"
-              f"   Verdict: {verdict}")
+        else:
+            self.undecided += 1
+        print(f"\n{number}. Belief: {belief}")
+        for line in (f"Experiment: {experiment}", f"Page's world ({page_label}): {page_found.seen}",
+                     f"Belief's world ({belief_label}): {belief_found.seen}", f"Verdict: {said}"):
+            print(_wrapped(line, "   ", "      "))
+
+    def untested(self, bullet, why):
+        """A bullet no computation here can settle: say so, and why."""
+        self.untestable += 1
+        print(_wrapped(f"- \"{bullet}\": {why}", "  ", "    "))
 
     def finish(self):
-        """Print the summary line; return 1 if anything disagreed with the page, else 0."""
-        if self.upheld or self.contradicted:
-            print(f"\nbeliefs tested: {self.upheld + self.contradicted}; refuted as the page says: "
-                  f"{self.upheld}; contradicting the page: {self.contradicted}")
-            return 1 if self.contradicted else 0
+        """Print the summary line; return 1 if anything disagreed with the page (or an
+        experiment could not tell its worlds apart), else 0."""
+        if self.upheld or self.contradicted or self.undecided:
+            undecided = f"; could not tell the worlds apart: {self.undecided}" if self.undecided else ""
+            print(f"\nbeliefs tested: {self.upheld + self.contradicted + self.undecided}; refuted as the page "
+                  f"says: {self.upheld}; contradicting the page: {self.contradicted}{undecided}")
+            if self.untestable:
+                print(f"bullets no computation here can settle (listed above): {self.untestable}")
+            return 1 if self.contradicted or self.undecided else 0
         recomputed = self.agree + self.disagree + self.known_page_errors
         print(f"\nworked values recomputed: {recomputed}; agree with the page: {self.agree}; "
               f"page known to differ: {self.known_page_errors}; disagree: {self.disagree}; "

@@ -114,13 +114,3 @@ def test_eli5_block_wirings_match_torch_encoder_layer(d, h, f, seq):
         layer.norm_first = False
         torch.testing.assert_close(eli5.post_norm(block, x), layer(x, src_mask=causal), rtol=0, atol=1e-12)
     assert count(block) == count(layer) == 4 * d * d + 2 * d * f + f + 9 * d
-
-
-def test_adam_first_step_by_hand_matches_torch():
-    """week2/11 writes Adam's first update by hand (importing torch.optim costs seconds)."""
-    params = nn.Parameter(torch.zeros(2, dtype=torch.float64))
-    params.grad = torch.tensor([0.001, 100.0], dtype=torch.float64)
-    torch.optim.Adam([params], lr=0.001).step()
-    lr, beta1, beta2, eps, grad = 0.001, 0.9, 0.999, 1e-8, np.array([0.001, 100.0])
-    by_hand = lr * ((1 - beta1) * grad / (1 - beta1)) / (np.sqrt((1 - beta2) * grad ** 2 / (1 - beta2)) + eps)
-    np.testing.assert_allclose(-params.detach().numpy(), by_hand, rtol=1e-12)

@@ -1,7 +1,7 @@
-"""The worked-examples ledger: page-precision formatting, agreement marks, exit status."""
+"""The ledger: page-precision formatting, agreement marks, verdicts from two worlds, exit status."""
 from fractions import Fraction
 
-from common.report import Ledger, like
+from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, NO_CONTRAST, Finding, Ledger, like, verdict
 
 
 def test_like_uses_the_pages_precision_element_by_element():
@@ -33,10 +33,37 @@ def test_skipped_values_never_print_an_answer(capsys):
     assert "Q14: not computed: the other scores are not on the page" in capsys.readouterr().out
 
 
-def test_a_contradicted_belief_fails_the_run(capsys):
+PAGE_LIKE, BELIEF_LIKE = Finding("looks as the page says", True), Finding("looks as the belief says", False)
+
+
+def test_the_verdict_needs_the_page_world_right_and_the_belief_world_different():
+    assert verdict(PAGE_LIKE, BELIEF_LIKE) == AS_THE_PAGE_SAYS
+    assert verdict(BELIEF_LIKE, PAGE_LIKE) == CONTRADICTS  # the real thing behaves as the belief says
+    assert verdict(BELIEF_LIKE, BELIEF_LIKE) == CONTRADICTS
+    assert verdict(PAGE_LIKE, PAGE_LIKE) == NO_CONTRAST  # a measurement that sees no difference proves nothing
+
+
+def test_a_belief_prints_both_worlds_and_only_an_upheld_page_passes(capsys):
     ledger = Ledger()
-    ledger.belief(1, "x", "y", "z", page_is_right=True)
+    ledger.belief(1, "b", "e", ("real", PAGE_LIKE), ("belief", BELIEF_LIKE))
     assert ledger.finish() == 0
-    ledger.belief(2, "x", "y", "z", page_is_right=False)
-    assert ledger.finish() == 1
-    assert "CONTRADICTS THE PAGE" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert ("1. Belief: b\n   Experiment: e\n   Page's world (real): looks as the page says\n"
+            "   Belief's world (belief): looks as the belief says\n   Verdict: the belief is wrong, as the page says"
+            ) in out
+    assert "beliefs tested: 1; refuted as the page says: 1; contradicting the page: 0\n" in out
+    for page_world, belief_world, mark in [(BELIEF_LIKE, PAGE_LIKE, CONTRADICTS), (PAGE_LIKE, PAGE_LIKE, NO_CONTRAST)]:
+        ledger = Ledger()
+        ledger.belief(2, "b", "e", ("real", page_world), ("belief", belief_world))
+        assert ledger.finish() == 1
+        assert f"Verdict: {mark}" in capsys.readouterr().out
+
+
+def test_untestable_bullets_are_listed_and_counted(capsys):
+    ledger = Ledger()
+    ledger.belief(1, "b", "e", ("real", PAGE_LIKE), ("belief", BELIEF_LIKE))
+    ledger.untested("Heads find readable roles", "needs trained models")
+    assert ledger.finish() == 0  # listed, not a failure
+    out = capsys.readouterr().out
+    assert '  - "Heads find readable roles": needs trained models' in out
+    assert "bullets no computation here can settle (listed above): 1" in out

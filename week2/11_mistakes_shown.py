@@ -1,186 +1,716 @@
-"""The Week 2 page's "Mistakes people make", each tested by an experiment.
+"""The Week 2 page's "Mistakes people make", each put to an experiment that could go either way.
 
-Page: Week 2, the Warning boxes of sections 1 to 7. For each misconception that a
-computation can refute: the belief, the experiment that tests it, what happened, and a
-verdict computed from the result (not asserted by a print). The script exits 1 if any
-experiment contradicts the page.
+Page: Week 2, the "Mistakes people make" boxes of sections 1 to 8, and two rows of section
+6's LayerNorm/BatchNorm table.
 
-Bullets left out because no computation here settles them: length extrapolation of
-sinusoidal tags, what original BERT used, residuals "guaranteeing" gradients, warm-up as
-a stability proof, and the section 8 data-flow statements.
-Setup: np.random.default_rng(42) / torch.manual_seed(42); small sizes.
+How each belief is tested. One measurement is written once, as a function that takes a
+"world" (an implementation) as its argument, and it is run twice: in the world the page
+describes and in a world where the belief would hold. Where the page's world exists in
+torch, it IS torch (scaled_dot_product_attention, the decoder and encoder layers, the
+norms, the loss, the optimizer, autograd), not a copy of the formula under test. The
+verdict comes from the two results: "the belief is wrong, as the page says" only if the
+page's world behaves as the page says and the belief's world, measured the same way, does
+not. If the page's world misbehaves the verdict is CONTRADICTS THE PAGE; if both worlds
+look alike the experiment proved nothing and says so. tests/test_mistakes.py feeds each
+measurement the belief's world (and other wrong implementations) in place of the real one
+and sees the verdict flip.
+
+What the measurements rely on (torch 2.13):
+  - F.scaled_dot_product_attention with is_causal=True hides exactly the cells above the
+    diagonal; with V = I (each value a one-hot "which key am I") its output rows ARE the
+    weights. A query whose keys are all hidden gets weights that are all 0 (so its output
+    is 0); nn.MultiheadAttention gives NaN there. Neither adds up to 1.
+  - nn.TransformerDecoderLayer applies tgt_mask to its self-attention and memory_mask (none
+    unless given) to its cross-attention; nn.TransformerDecoder passes tgt_mask to every
+    layer. nn.TransformerEncoderLayer has no input for an encoder output.
+  - module.parameters() lists a tied (shared) tensor once.
+  - nn.BatchNorm1d refuses one value per feature in training mode ("Expected more than 1
+    value per channel when training"); torch.batch_norm, the operation it calls, does not
+    check. In evaluation mode it uses running statistics (mean 0, variance 1 when new);
+    with track_running_stats=False it uses the batch's own statistics in both modes.
+  - F.cross_entropy(label_smoothing=eps) is the cross-entropy against (1 - eps) one-hot +
+    eps / V; torch.optim.Adam with betas (0, 0) moves each weight by lr * g / (|g| + eps).
+
+Setup (choices the page does not make): torch float64 throughout, so no printed number
+moves with the CPU; every random draw (inputs and torch's starting weights) comes from
+torch.manual_seed(--seed) at the start of each measurement, so both worlds see the same
+inputs; small sizes (8 numbers per word, vocabulary 10) except where the page gives its
+own (d = 512, V = 37,000). The decoder of beliefs 1 and 2 is untrained: a model guesses
+wrong before training and still does somewhere after it, and that is all belief 1 needs;
+training would only change which steps differ (and training paths differ between CPUs).
+"Moves" or "changes" means by more than 1e-9 (float64 rounding is about 1e-16). Seeds 0 to
+119 all give the same verdicts; the numbers that come from random draws change.
+The natural alternative, float32 (torch's default), rounds at about 1e-7: the 1e-9 threshold
+would then call rounding a change, and some printed digits could move between CPUs.
+Choices for single beliefs:
+  5. torch 2.13's scaled_dot_product_attention is the page's world (weights all 0).
+  6. Translation is the page's world (the whole source known before the first target word);
+     the belief's world is a source that arrives word by word, where a mask WOULD be needed.
+  16. gamma = 1 and beta = 0, as torch starts them, so "output = beta" reads [0, 0, 0].
+  17. The FFN that outputs -x is built by hand (nothing stops training from reaching it).
+  18. The scores [0.6, 0.1, 1.8, 0.5] are those of week2/05_label_smoothing.
+  19. Torch's Adam at its defaults; one weight's gradient flips sign, as noisy ones do.
+      Building a torch optimizer imports torch._dynamo, about a second of this run; a
+      hand-written Adam would be quicker, but a copy of the very rule under test.
+
+Bullets no computation here can settle (also printed at the end, with the reason):
+"sinusoidal tags guarantee good length extrapolation", "original BERT used pre-LN",
+"warm-up is a universal stability proof", "only the encoder gets position tags" and "the
+decoder has no token embeddings".
+
+Exit status: 0 when every verdict is "as the page says", 1 otherwise.
 """
-import argparse
 import sys
 from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, lesson_parser
+from common.printing import n_params, vec
+from common.report import Finding, Ledger
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED  # noqa: E402
-from common.maths import softmax  # noqa: E402
-from common.printing import n_params, vec  # noqa: E402
-from common.report import Ledger  # noqa: E402
+F64 = torch.float64
+MOVES = 1e-9  # a change bigger than this counts as "moves"; float64 rounding is about 1e-16
+V, BOS = 10, 0  # vocabulary of the small decoder; token 0 is the start symbol
+GOLD = [1, 2, 3, 4]  # the page's gold target
+
+
+def yes(flag):
+    return "yes" if flag else "no"
+
+
+def moved(a, b):
+    """Did anything change between a and b (a different shape counts as a change)?"""
+    return a.shape != b.shape or bool((a - b).abs().max() > MOVES)
+
+
+def causal_mask(T):
+    """torch's causal mask: -inf above the diagonal (the future), 0 elsewhere."""
+    return nn.Transformer.generate_square_subsequent_mask(T, dtype=F64)
+
+
+def weights_of(attend, q, k):
+    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
+    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
+    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
+
+
+# ---------------------------------------------------------------- section 1
+
+def torch_decoder():
+    """A small real decoder, untrained: token and position embeddings, one torch layer under
+    the causal mask, a linear layer to V scores. Row t of its output scores the next word."""
+    d = 8
+    embed, place = nn.Embedding(V, d, dtype=F64), nn.Embedding(8, d, dtype=F64)
+    layer = nn.TransformerEncoderLayer(d, 2, 2 * d, dropout=0.0, batch_first=True, dtype=F64)
+    to_vocab = nn.Linear(d, V, dtype=F64)
+
+    def predict(tokens):  # [T] token ids -> [T, V] scores
+        x = embed(torch.tensor([tokens])) + place(torch.arange(len(tokens)))
+        return to_vocab(layer(x, src_mask=causal_mask(len(tokens)), is_causal=True))[0]
+
+    return predict
+
+
+def never_wrong_decoder():
+    """The belief's world: a decoder whose every guess is the gold word."""
+    return lambda tokens: F.one_hot(torch.tensor(GOLD[:len(tokens)]), V).to(F64)
+
+
+def inputs_when_generating(make_decoder, seed):
+    """Belief 1: the decoder's inputs in training (gold prefix, one pass) and when it generates
+    (its own guesses fed back), for the gold target [1, 2, 3, 4]."""
+    torch.manual_seed(seed)
+    predict = make_decoder()
+    forced = [BOS] + GOLD[:-1]  # teacher forcing: the gold words, shifted right
+    generated = [BOS]
+    while len(generated) < len(GOLD):
+        generated.append(int(predict(generated)[-1].argmax()))  # its own guess becomes the next input
+    differ = [t + 1 for t in range(len(GOLD)) if forced[t] != generated[t]]
+    seen = (f"training inputs {forced}; generation inputs {generated}; "
+            f"steps whose input differs: {differ if differ else 'none'}")
+    return Finding(seen, bool(differ))
+
+
+def shifted(labels):
+    return [BOS] + labels[:-1]  # [BOS, y1, ..., y(T-1)]
+
+
+def unshifted(labels):
+    return list(labels)  # [y1, ..., yT]: the labels themselves
+
+
+def who_sees_their_own_label(make_inputs, seed, make_decoder=torch_decoder):
+    """Belief 2: change one label at a time; does the output at that same position move?
+    make_decoder: torch's small causal decoder, unless a test passes a wrong one."""
+    torch.manual_seed(seed)
+    predict = make_decoder()
+    before = predict(make_inputs(GOLD))
+    seeing = []
+    for t in range(len(GOLD)):
+        other = list(GOLD)
+        other[t] += 4  # a different label at position t only
+        if moved(predict(make_inputs(other))[t], before[t]):
+            seeing.append(t + 1)
+    seen = (f"decoder input {make_inputs(GOLD)} for labels {GOLD}; positions whose output moves when "
+            f"their own label changes: {seeing if seeing else 'none'}")
+    return Finding(seen, not seeing)
+
+
+# ---------------------------------------------------------------- section 2
+
+def torch_causal(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v, is_causal=True)
+
+
+def diagonal_blocked_too(q, k, v):
+    """The belief's world: the mask also hides each word from itself (only earlier words allowed)."""
+    allowed = torch.ones(q.shape[-2], k.shape[-2], dtype=torch.bool).tril(diagonal=-1)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
+def weight_on_itself(causal_attend, seed):
+    """Belief 3: 4 words under the mask: each word's weight on itself, and on later words."""
+    torch.manual_seed(seed)
+    q, k = torch.randn(1, 4, 8, dtype=F64), torch.randn(1, 4, 8, dtype=F64)
+    A = weights_of(causal_attend, q, k)[0]  # [4 queries, 4 keys]
+    own, later = A.diagonal(), float(A.triu(diagonal=1).abs().max())
+    seen = f"each word's weight on itself {vec(own, 2)}; largest weight on a later word {later:.2g}"
+    return Finding(seen, bool((own > 0).all()) and later == 0 and abs(float(own[0]) - 1) <= MOVES)
+
+
+def zero_future_values(q, k, v):
+    """The belief's world: no mask on the scores; each query sees the later words' values set to 0."""
+    rows = []
+    for t in range(q.shape[-2]):
+        v_t = v.clone()
+        v_t[:, t + 1:] = 0.0
+        rows.append(F.scaled_dot_product_attention(q[:, t:t + 1], k, v_t))  # plain softmax over all 4 scores
+    return torch.cat(rows, dim=1)
+
+
+def does_the_future_count(hide_future, seed):
+    """Belief 4: word 2's weights on the words it may see; and does word 4's key still move word 2?"""
+    torch.manual_seed(seed)
+    q, k, v = (torch.randn(1, 4, 8, dtype=F64) for _ in range(3))
+    visible = float(weights_of(hide_future, q, k)[0, 1, :2].sum())  # word 2's weights on words 1 and 2
+    changed = k.clone()
+    changed[0, 3] += 1.0  # word 4's key: the future, for word 2
+    leaks = moved(hide_future(q, changed, v)[0, 1], hide_future(q, k, v)[0, 1])
+    seen = (f"word 2's weights on words 1-2 add up to {visible:.2f}; changing word 4's key moves "
+            f"word 2's output: {yes(leaks)}")
+    return Finding(seen, abs(visible - 1) <= MOVES and not leaks)
+
+
+def torch_masked(q, k, v, allowed):
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+
+
+def big_negative_mask(q, k, v, allowed):
+    """The belief's world: hidden scores get -1e9 added instead of becoming -inf."""
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=torch.where(allowed, 0.0, -1e9).to(F64))
+
+
+def row_with_no_key(masked_attend, seed):
+    """Belief 5: query 1 may see none of the 4 keys; query 2 sees keys 1-2. What are query 1's weights?"""
+    torch.manual_seed(seed)
+    q, k = torch.randn(1, 2, 8, dtype=F64), torch.randn(1, 4, 8, dtype=F64)
+    allowed = torch.tensor([[False, False, False, False], [True, True, False, False]])
+    w = masked_attend(q, k, torch.eye(4, dtype=F64)[None], allowed)[0, 0]  # V = I: the output is the weights
+    total = float(w.sum())
+    a_softmax = bool(torch.isfinite(w).all()) and abs(total - 1) <= MOVES
+    seen = f"query 1's weights {vec(w, 2)}, adding up to {total:.2f}"
+    seen += ": a softmax, but every bit of it on a hidden key" if a_softmax else ": no softmax (one adds up to 1)"
+    return Finding(seen, not a_softmax)
+
+
+# ---------------------------------------------------------------- section 3
+
+def whole_source(source, step):
+    return source  # translation: the source sentence is all there before the first target word
+
+
+def source_so_far(source, step):
+    """The belief's world: the source arrives one word per step, like the target."""
+    return source[:, :step]
+
+
+def what_training_sees(source_at, seed):
+    """Belief 6: torch's decoder layer, 3 target words, 5 source words. Training makes all 3
+    target outputs in one pass (causal mask on the target), once with no mask over the source
+    and once with a causal mask over it; generation makes them one at a time with whatever
+    source exists at that step. Which training matches generation?"""
+    torch.manual_seed(seed)
+    target, source = torch.randn(1, 3, 8, dtype=F64), torch.randn(1, 5, 8, dtype=F64)
+    layer = nn.TransformerDecoderLayer(8, 2, 16, dropout=0.0, batch_first=True, dtype=F64)
+
+    def decode(tgt, src, source_mask=None):
+        return layer(tgt, src, tgt_mask=causal_mask(tgt.shape[1]), tgt_is_causal=True, memory_mask=source_mask)
+
+    causal_over_source = torch.ones(3, 5, dtype=torch.bool).triu(diagonal=1)  # target t sees source words 1..t
+    open_training, masked_training = decode(target, source), decode(target, source, causal_over_source)
+    generation = torch.stack([decode(target[:, :t], source_at(source, t))[0, -1] for t in (1, 2, 3)])[None]
+    changed = source.clone()
+    changed[0, 4] += 1.0  # source word 5
+    uses_word_5 = moved(decode(target[:, :1], source_at(changed, 1))[0, 0], generation[0, 0])
+    open_ok, masked_ok = not moved(generation, open_training), not moved(generation, masked_training)
+    seen = (f"when generating, target word 1 uses source word 5: {yes(uses_word_5)}; generation matches training "
+            f"with no source mask: {yes(open_ok)}; with a causal mask over the source: {yes(masked_ok)}")
+    return Finding(seen, open_ok and not masked_ok)
+
+
+def torch_decoder_layer(d, h, f, device=None):
+    layer = nn.TransformerDecoderLayer(d, h, f, dropout=0.0, batch_first=True, device=device, dtype=F64)
+
+    def decode(target, source):
+        return layer(target, source, tgt_mask=causal_mask(target.shape[1]), tgt_is_causal=True)
+
+    return layer, decode
+
+
+def encoder_layer_plus_mask(d, h, f, device=None):
+    """The belief's world: torch's encoder layer given the causal mask. It has no input for the source."""
+    layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, device=device, dtype=F64)
+
+    def decode(target, source):
+        return layer(target, src_mask=causal_mask(target.shape[1]), is_causal=True)
+
+    return layer, decode
+
+
+def what_a_decoder_layer_has(make_layer, seed):
+    """Belief 7: does the layer read the source? How many attention blocks and learned numbers?"""
+    torch.manual_seed(seed)
+    target, source = torch.randn(1, 3, 8, dtype=F64), torch.randn(1, 5, 8, dtype=F64)
+    _, decode = make_layer(8, 2, 16)
+    reads_source = moved(decode(target, source + 1.0), decode(target, source))
+    big, _ = make_layer(512, 8, 2048, device="meta")  # meta: shapes only, no numbers stored
+    blocks = sum(isinstance(m, nn.MultiheadAttention) for m in big.modules())
+    seen = (f"output moves when the source changes: {yes(reads_source)}; attention blocks: {blocks}; "
+            f"learned numbers at d = 512, f = 2048: {n_params(big):,}")
+    return Finding(seen, reads_source and blocks == 2)
+
+
+# ---------------------------------------------------------------- section 4
+
+def torch_embedding_and_output():
+    """The page's numbers: d = 512, V = 37,000; an embedding table and the output layer (with bias)."""
+    table = torch.empty(37_000, 512, device="meta")  # meta: shapes only, no numbers stored
+    return nn.ModuleDict({"embedding": nn.Embedding.from_pretrained(table, freeze=False),
+                          "output": nn.Linear(512, 37_000, device="meta")})
+
+
+def nothing_to_exclude():
+    """The belief's world: a model with no biases and no embeddings for a question to exclude."""
+    return nn.ModuleDict({"output": nn.Linear(512, 37_000, bias=False, device="meta")})
+
+
+def count_as_asked(make_model):
+    """Belief 8: the library's total next to the count a question asks for: no biases, no embeddings."""
+    model = make_model()
+    total = n_params(model)
+    asked = sum(p.numel() for name, p in model.named_parameters()
+                if not name.endswith("bias") and not name.startswith("embedding"))
+    seen = f"library total {total:,}; without biases and embeddings {asked:,}"
+    return Finding(seen, total != asked)
+
+
+def tied_model():
+    embedding, output = nn.Embedding(1000, 64, dtype=F64), nn.Linear(64, 1000, bias=False, dtype=F64)
+    output.weight = embedding.weight  # tie: one [V, d] matrix, used twice
+    return nn.ModuleDict({"embedding": embedding, "output": output})
+
+
+def untied_copies():
+    """The belief's world: two separate matrices that start equal."""
+    embedding, output = nn.Embedding(1000, 64, dtype=F64), nn.Linear(64, 1000, bias=False, dtype=F64)
+    with torch.no_grad():
+        output.weight.copy_(embedding.weight)
+    return nn.ModuleDict({"embedding": embedding, "output": output})
+
+
+def how_many_matrices(make_model, seed):
+    """Belief 9: V = 1000, d = 64. One training step, then: one matrix or two? And the counts."""
+    torch.manual_seed(seed)
+    model = make_model()
+    words = torch.randint(0, 1000, (6,))
+    scores = model["output"](model["embedding"](words[:-1]))  # [5, V]: each word guesses the next
+    F.cross_entropy(scores, words[1:]).backward()
+    with torch.no_grad():
+        for p in model.parameters():
+            p -= 1.0 * p.grad
+    one = torch.equal(model["embedding"].weight, model["output"].weight)
+    by_layer = n_params(model["embedding"]) + n_params(model["output"])
+    seen = (f"after one training step the embedding and output matrices are still identical: {yes(one)}; "
+            f"torch counts {n_params(model):,}; adding each layer's count gives {by_layer:,}")
+    return Finding(seen, one and n_params(model) == 1000 * 64)
+
+
+def torch_encoder_layer_512():
+    return nn.TransformerEncoderLayer(512, 8, 2048, device="meta")
+
+
+def two_block_layer_512():
+    """The belief's world: a layer with two attention blocks (torch's decoder layer is one)."""
+    return nn.TransformerDecoderLayer(512, 8, 2048, device="meta")
+
+
+def attention_blocks(make_layer):
+    """Belief 10: count the attention blocks in the layer, and its learned numbers."""
+    layer = make_layer()
+    blocks = [m for m in layer.modules() if isinstance(m, nn.MultiheadAttention)]
+    seen = (f"attention blocks: {len(blocks)} ({sum(n_params(b) for b in blocks):,} learned numbers); "
+            f"whole layer {n_params(layer):,}")
+    return Finding(seen, len(blocks) == 1)
+
+
+# ---------------------------------------------------------------- section 5
+
+def sinusoidal_tags(T, d):
+    """The page's formula: PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i), w_i = 10000^(-2i/d),
+    i the PAIR index, positions p = 0, 1, 2, ..."""
+    p = torch.arange(T, dtype=F64)[:, None]
+    omega = 10000.0 ** (-2 * torch.arange(d // 2, dtype=F64) / d)  # one speed per pair i
+    tags = torch.zeros(T, d, dtype=F64)
+    tags[:, 0::2], tags[:, 1::2] = torch.sin(p * omega), torch.cos(p * omega)
+    return tags
+
+
+def counting_tags(T, d):
+    """The belief's world: a tag that just counts up (p / T in every slot)."""
+    return (torch.arange(T, dtype=F64)[:, None] / T).expand(T, d)
+
+
+def distance_as_gap_grows(make_tags):
+    """Belief 11: |PE(k) - PE(0)| for gaps k = 1..63, d = 16. Does it ever fall as k grows?"""
+    tags = make_tags(64, 16)
+    distance = (tags[1:] - tags[0]).norm(dim=1)
+    falls = int((distance.diff() < -MOVES).sum())
+    seen = f"gaps 1-8: {vec(distance[:8], 2)}; the distance falls {falls} times over 63 gaps"
+    return Finding(seen, falls > 0)
+
+
+def coordinate_index_tags(T, d):
+    """The belief's world: the exponent counts coordinates j = 0, 1, 2, 3 instead of pairs i."""
+    p, j = torch.arange(T, dtype=F64)[:, None], torch.arange(d)
+    angles = p * 10000.0 ** (-2 * j.to(F64) / d)  # a different speed for every coordinate
+    return torch.where(j % 2 == 0, torch.sin(angles), torch.cos(angles))
+
+
+def tags_from_one(T, d):
+    """The belief's world: the first word gets position 1."""
+    return sinusoidal_tags(T + 1, d)[1:]
+
+
+PAGE_TAGS = torch.tensor([[0.0, 1.0, 0.0, 1.0], [0.8415, 0.5403, 0.0100, 1.0000]], dtype=F64)
+
+
+def first_two_tags(make_tags):
+    """Beliefs 12 and 13: the first two words' tags at d = 4, next to the page's hand-check table."""
+    tags = make_tags(2, 4)
+    seen = f"word 1 {vec(tags[0], 4)}, word 2 {vec(tags[1], 4)}"
+    return Finding(seen, bool((tags - PAGE_TAGS).abs().max() < 0.00005))  # the table's 4 decimals
+
+
+# ---------------------------------------------------------------- section 6
+
+def torch_layer_norm(n):
+    return nn.LayerNorm(n, dtype=F64)
+
+
+def torch_batch_norm(n):
+    return nn.BatchNorm1d(n, dtype=F64)
+
+
+def batch_norm_without_running_stats(n):
+    """The belief's world of belief 15: BatchNorm that keeps no running statistics."""
+    return nn.BatchNorm1d(n, track_running_stats=False, dtype=F64)
+
+
+def batch_norm_in_eval_mode(n):
+    """The belief's world of belief 16: a new BatchNorm in evaluation mode (running mean 0, variance 1)."""
+    return nn.BatchNorm1d(n, dtype=F64).eval()
+
+
+def depends_on_the_batch(make_norm, seed):
+    """Belief 14: keep example 1 of 4, replace the other 3, normalize again."""
+    torch.manual_seed(seed)
+    batch = torch.randn(4, 6, dtype=F64)
+    other = batch.clone()
+    other[1:] = torch.randn(3, 6, dtype=F64) * 5 + 3
+    norm = make_norm(6)
+    alone = not moved(norm(batch)[0], norm(other)[0])
+    return Finding(f"example 1's output stays the same: {yes(alone)}", alone)
+
+
+def train_versus_eval(make_norm, seed):
+    """Belief 15: the same batch through the norm in training mode, then in evaluation mode."""
+    torch.manual_seed(seed)
+    batch = torch.randn(4, 6, dtype=F64) * 3 + 1
+    norm = make_norm(6)
+    with torch.no_grad():
+        same = not moved(norm.train()(batch), norm.eval()(batch))
+    return Finding(f"same output in both modes: {yes(same)}", not same)
+
+
+def one_value_per_feature(make_norm):
+    """Belief 16: one example, so one value per feature: x = [5, -2, 0.5]."""
+    x = torch.tensor([[5.0, -2.0, 0.5]], dtype=F64)
+    norm = make_norm(3)  # gamma = 1, beta = 0, as torch starts them
+    with torch.no_grad():
+        try:
+            out, refused = norm(x), ""
+        except ValueError as error:
+            refused = (f"torch refuses (\"{str(error).split(',')[0]}\"); the operation it calls, "
+                       "torch.batch_norm, without that check gives ")
+            out = torch.batch_norm(x, norm.weight, norm.bias, None, None, True, 0.0, norm.eps, False)
+    is_beta = not moved(out, norm.bias[None])
+    seen = f"{refused}{vec(out[0], 2)}; beta is {vec(norm.bias, 2)}, the input {vec(x[0], 2)}"
+    return Finding(seen, is_beta and moved(out, x))
+
+
+def torch_residual(sublayer):
+    return lambda x: x + sublayer(x)  # the shortcut: the input added back to the sublayer's output
+
+
+def uncancellable_shortcut(sublayer):
+    """The belief's world: a shortcut whose gradient nothing can cancel (the sublayer's gradient path cut)."""
+    return lambda x: x + sublayer(x).detach()
+
+
+def gradient_through_the_block(make_block, seed):
+    """Belief 17: a residual block around torch's FFN (Linear-ReLU-Linear) whose weights make
+    it output -x (W_1 = [I; -I], W_2 = [-I, I]: relu(x) - relu(-x) = x). How much gradient
+    reaches the input?"""
+    torch.manual_seed(seed)
+    x = torch.randn(1, 8, dtype=F64, requires_grad=True)
+    direction = torch.randn(8, dtype=F64)
+    eye = torch.eye(8, dtype=F64)
+    ffn = nn.Sequential(nn.Linear(8, 16, bias=False, dtype=F64), nn.ReLU(), nn.Linear(16, 8, bias=False, dtype=F64))
+    with torch.no_grad():
+        ffn[0].weight.copy_(torch.cat([eye, -eye]))  # W_1 = [I; -I]
+        ffn[2].weight.copy_(torch.cat([-eye, eye], dim=1))  # W_2 = [-I, I]
+    (make_block(ffn)(x)[0] @ direction).backward()  # autograd, through the shortcut and the FFN
+    size = float(x.grad.abs().max())
+    return Finding(f"largest gradient reaching the input: {size:.2g}", size <= MOVES)
+
+
+# ---------------------------------------------------------------- section 7
+
+def torch_smoothed_loss(scores, gold):
+    return F.cross_entropy(scores, gold, label_smoothing=0.1)
+
+
+def plain_nll(scores, gold):
+    """The belief's world: ordinary negative log-likelihood of the gold class."""
+    return F.nll_loss(F.log_softmax(scores, dim=-1), gold)
+
+
+def which_target_the_loss_uses(loss_fn):
+    """Belief 18: V = 4, gold class 3, scores [0.6, 0.1, 1.8, 0.5], epsilon 0.1."""
+    scores, gold = torch.tensor([[0.6, 0.1, 1.8, 0.5]], dtype=F64), torch.tensor([2])
+    value = float(loss_fn(scores, gold))
+    log_p = F.log_softmax(scores, dim=-1)[0]
+    one_hot = F.one_hot(gold, 4)[0].to(F64)
+    smoothed = 0.9 * one_hot + 0.1 / 4  # the uniform-mixture target [0.025, 0.025, 0.925, 0.025]
+    nll, smoothed_ce = float(-(one_hot * log_p).sum()), float(-(smoothed * log_p).sum())
+    seen = (f"loss {value:.6f}; against the one-hot target (the NLL) {nll:.6f}; against the smoothed "
+            f"target {vec(smoothed, 3)} {smoothed_ce:.6f}")
+    return Finding(seen, abs(value - smoothed_ce) <= MOVES and abs(value - nll) > MOVES)
+
+
+def torch_adam(params):
+    return torch.optim.Adam(params, lr=0.001)
+
+
+def exactly_the_rate(params):
+    """The belief's world: every weight moves by the scheduled rate. Adam with its memory switched
+    off (betas 0, 0) does that: each step is lr * g / (|g| + 1e-8)."""
+    return torch.optim.Adam(params, lr=0.001, betas=(0.0, 0.0))
+
+
+def how_far_weights_move(make_optimizer):
+    """Belief 19: 3 steps at lr 0.001; weight 1's gradient flips sign (1, -1, 1), weight 2's is a steady 100."""
+    w = torch.zeros(2, dtype=F64, requires_grad=True)
+    optimizer = make_optimizer([w])
+    moves = []
+    for g in torch.tensor([[1.0, 100.0], [-1.0, 100.0], [1.0, 100.0]], dtype=F64):
+        optimizer.zero_grad()
+        (w * g).sum().backward()  # a loss whose gradient is g
+        before = w.detach().clone()
+        optimizer.step()
+        moves.append((w.detach() - before).abs())
+    moves = torch.stack(moves)  # [step, weight]
+    every_step_the_rate = bool(((moves - 0.001).abs() <= MOVES).all())
+    seen = f"weight 1 moves {vec(moves[:, 0], 6)}; weight 2 moves {vec(moves[:, 1], 6)}"
+    return Finding(seen, not every_step_the_rate)
+
+
+# ---------------------------------------------------------------- section 8
+
+def torch_decoder_stack(d):
+    stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(d, 2, 2 * d, dropout=0.0, batch_first=True,
+                                                             dtype=F64), 2)
+
+    def decode(target, source):
+        return stack(target, source, tgt_mask=causal_mask(target.shape[1]), tgt_is_causal=True)
+
+    return decode
+
+
+def mask_in_first_layer_only(d):
+    """The belief's world: the same two layers, the mask given to the first one only."""
+    stack = nn.TransformerDecoder(nn.TransformerDecoderLayer(d, 2, 2 * d, dropout=0.0, batch_first=True,
+                                                             dtype=F64), 2)
+
+    def decode(target, source):
+        h = stack.layers[0](target, source, tgt_mask=causal_mask(target.shape[1]), tgt_is_causal=True)
+        return stack.layers[1](h, source)
+
+    return decode
+
+
+def can_word_1_see_word_3(make_decoder, seed):
+    """Belief 20: a 2-layer decoder; how strongly does word 1's final output respond to word 3?"""
+    torch.manual_seed(seed)
+    target = torch.randn(1, 3, 8, dtype=F64, requires_grad=True)
+    source, direction = torch.randn(1, 5, 8, dtype=F64), torch.randn(8, dtype=F64)
+    (make_decoder(8)(target, source)[0, 0] @ direction).backward()
+    pull = float(target.grad[0, 2].abs().max())
+    return Finding(f"largest gradient of word 1's output with respect to word 3: {pull:.2g}", pull <= MOVES)
 
 
 def main():
-    parser = argparse.ArgumentParser(
-        description="Week 2's 'Mistakes people make', refuted (or not) by experiment.",
-        epilog="Try it: --seed 1 (different random inputs, same verdicts).")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed for the random inputs (42)")
-    args = parser.parse_args()
-    rng = np.random.default_rng(args.seed)
-    torch.manual_seed(args.seed)
+    parser = lesson_parser(__file__, "Week 2's 'Mistakes people make': each belief tested by one measurement "
+                           "run in two worlds, the page's (torch's own) and the belief's.", try_it=[
+                               ("--seed 7", "new random words and starting weights: the numbers drawn from them "
+                                "change (the untrained decoder guesses other words), every verdict stays")])
+    parser.add_argument("--seed", type=SEED, default=42,
+                        help="seed of every random draw (the inputs and torch's starting weights)")
+    seed = parser.parse_args().seed
     ledger = Ledger()
     print("Week 2: mistakes people make, tested")
+    print("Each belief gets one measurement, run twice: in the page's world (the real thing:")
+    print("torch's own attention, layers, loss and optimizer) and in a world where the belief is true.")
+    print("The verdict comes from what the measurement saw in the two worlds.")
 
-    # Section 1: teacher forcing.
-    gold = [1, 2, 3, 4, 5]
-
-    def model(previous):  # a toy decoder: next token = previous + 1, but it errs on token 1
-        return 7 if previous == 1 else previous + 1
-
-    forced_inputs = [0] + gold[:-1]  # always the gold prefix
-    free_inputs = [0]
-    for _ in gold[:-1]:
-        free_inputs.append(model(free_inputs[-1]))  # feeds on its own outputs
-    wrong_after = [t + 1 for t, (a, b) in enumerate(zip(forced_inputs, free_inputs, strict=True)) if a != b]
+    ledger.section("Section 1: teacher forcing")
     ledger.belief(1, "teacher forcing removes the train/inference mismatch",
-                  "a toy decoder (next = previous + 1) that makes one mistake, on its second step",
-                  f"training inputs {forced_inputs}; generation inputs {free_inputs}; "
-                  f"generation inputs that differ from training: steps {wrong_after}",
-                  wrong_after == list(range(3, len(gold) + 1)))
-    leaks = {name: sum(a == b for a, b in zip(inputs, gold, strict=True))
-             for name, inputs in (("unshifted", gold), ("shifted", forced_inputs))}
+                  "a small untrained torch decoder: its inputs in training (the gold words) vs when it generates "
+                  "(its own guesses)",
+                  ("a real decoder, which can guess wrong", inputs_when_generating(torch_decoder, seed)),
+                  ("a decoder that never guesses wrong", inputs_when_generating(never_wrong_decoder, seed)))
     ledger.belief(2, "the target can be fed to the decoder without the shift",
-                  "count the positions whose decoder input is the very label it must predict",
-                  f"unshifted: {leaks['unshifted']} of {len(gold)} (the answer is handed in); "
-                  f"shifted: {leaks['shifted']} of {len(gold)}",
-                  leaks["unshifted"] == len(gold) and leaks["shifted"] == 0)
+                  "the same decoder, causal mask on: change one label at a time, watch that position's output",
+                  ("shifted right, [BOS, y1, y2, y3]", who_sees_their_own_label(shifted, seed)),
+                  ("no shift, [y1, y2, y3, y4]", who_sees_their_own_label(unshifted, seed)))
 
-    # Section 2: masking.
-    T = 4
-    mask = np.triu(np.ones((T, T), dtype=bool), k=1)  # True = future
-    scores = rng.standard_normal((T, T))
-    weights = softmax(np.where(mask, -np.inf, scores), axis=-1)
+    ledger.section("Section 2: the causal mask")
     ledger.belief(3, "the mask removes the diagonal",
-                  f"build the {T}x{T} causal mask; look at the diagonal and at row 1",
-                  f"blocked diagonal cells: {int(mask.diagonal().sum())}; "
-                  f"row 1's weight on itself: {weights[0, 0]:.4f}",
-                  not mask.diagonal().any() and weights[0, 0] == 1.0)
-    V = rng.standard_normal((T, 3))
-    unmasked = softmax(scores, axis=-1)
-    out_masked = weights @ V  # [T, 3]
-    out_zeroed = np.stack([unmasked[i] @ np.where(mask[i][:, None], 0.0, V) for i in range(T)])  # row i: V
-    # with the rows of i's future set to zero
+                  "4 words through attention under the mask; V = I shows the weights",
+                  ("torch's is_causal=True", weight_on_itself(torch_causal, seed)),
+                  ("a mask that also hides the diagonal", weight_on_itself(diagonal_blocked_too, seed)))
     ledger.belief(4, "setting the future values to zero is the same as masking",
-                  "row 2: weights with -inf on the future scores vs plain softmax with the future values zeroed",
-                  f"visible weights masked {vec(weights[1, :2])} (sum {weights[1].sum():.4f}) vs zeroed values "
-                  f"{vec(unmasked[1, :2])} (sum {unmasked[1, :2].sum():.4f}); outputs equal: "
-                  f"{np.allclose(out_masked, out_zeroed)}",
-                  not np.allclose(out_masked, out_zeroed) and unmasked[1, :2].sum() < 1)
-    with np.errstate(invalid="ignore"):
-        all_masked = softmax(np.full(T, -np.inf))
+                  "4 words; look at word 2, which may see words 1-2",
+                  ("torch's mask on the scores", does_the_future_count(torch_causal, seed)),
+                  ("future values set to 0", does_the_future_count(zero_future_values, seed)))
     ledger.belief(5, "a row with every key masked still gives a softmax",
-                  f"softmax of a row of {T} scores that are all -inf",
-                  f"weights {all_masked.tolist()}",
-                  bool(np.isnan(all_masked).all()))
+                  "a query for which every key is hidden",
+                  ("torch's attention, hidden = -inf", row_with_no_key(torch_masked, seed)),
+                  ("hidden = -1e9", row_with_no_key(big_negative_mask, seed)))
 
-    # Section 3: cross-attention.
-    S, T_target = 5, 3
-    causal_cross = np.triu(np.ones((T_target, S), dtype=bool), k=1)  # a causal mask wrongly applied
-    seen = (~causal_cross).sum(1)
+    ledger.section("Section 3: cross-attention")
     ledger.belief(6, "cross-attention needs a causal mask over the source",
-                  f"apply a causal mask to a {T_target} x {S} cross-attention table",
-                  f"source words each target word could still see: {seen.tolist()} of {S} "
-                  "(the whole source is known, so this only hides what is legitimately there)",
-                  bool((seen < S).any()))
-    d, f, h = 512, 2048, 8
-    dec, enc = nn.TransformerDecoderLayer(d, h, f, device="meta"), nn.TransformerEncoderLayer(d, h, f, device="meta")
-    n_attention = {name: sum(isinstance(m, nn.MultiheadAttention) for m in layer.modules())
-                   for name, layer in (("encoder", enc), ("decoder", dec))}
+                  "a mask is needed exactly where one-pass training would see what step-by-step generation "
+                  "cannot; compare them in torch's decoder layer (3 target words, 5 source words)",
+                  ("the whole source known from the start", what_training_sees(whole_source, seed)),
+                  ("the source arriving word by word", what_training_sees(source_so_far, seed)))
     ledger.belief(7, "a decoder layer is an encoder layer plus a mask",
-                  "count torch's attention blocks and parameters in each layer (d = 512, f = 2048)",
-                  f"attention blocks: encoder {n_attention['encoder']}, decoder {n_attention['decoder']}; "
-                  f"parameters {n_params(enc):,} vs {n_params(dec):,} (+{n_params(dec) - n_params(enc):,})",
-                  n_attention == {"encoder": 1, "decoder": 2} and n_params(dec) > n_params(enc))
+                  "change the source and watch the layer's output; count attention blocks and learned numbers",
+                  ("torch's nn.TransformerDecoderLayer", what_a_decoder_layer_has(torch_decoder_layer, seed)),
+                  ("torch's encoder layer plus the mask", what_a_decoder_layer_has(encoder_layer_plus_mask, seed)))
 
-    # Section 4: counting.
-    vocab, width = 1000, 64
-    embedding, output = nn.Embedding(vocab, width), nn.Linear(width, vocab, bias=False)
-    output.weight = embedding.weight  # tie: one [V, d] matrix used twice
-    tied = nn.ModuleDict({"embedding": embedding, "output": output})
-    naive = embedding.weight.numel() + output.weight.numel()
-    ledger.belief(8, "a tied weight is counted twice",
-                  f"tie the output layer to the embedding (V = {vocab}, d = {width}); count the model's parameters",
-                  f"torch counts {n_params(tied):,} (= V d once); adding both modules' weights gives {naive:,}",
-                  n_params(tied) == vocab * width and naive == 2 * n_params(tied))
+    ledger.section("Section 4: counting parameters")
+    ledger.belief(8, "the library's total answers any counting question",
+                  "the page's output layer (d = 512, V = 37,000, with bias) and an embedding table",
+                  ("torch's nn.Embedding and nn.Linear", count_as_asked(torch_embedding_and_output)),
+                  ("nothing to exclude", count_as_asked(nothing_to_exclude)))
+    ledger.belief(9, "a tied weight is counted twice",
+                  "tie the output layer to the embedding (V = 1000, d = 64); one training step; count",
+                  ("torch, output.weight = embedding.weight", how_many_matrices(tied_model, seed)),
+                  ("two matrices that start equal", how_many_matrices(untied_copies, seed)))
+    ledger.belief(10, "an encoder layer has two attention blocks",
+                  "count the attention blocks in one layer at d = 512, f = 2048",
+                  ("torch's nn.TransformerEncoderLayer", attention_blocks(torch_encoder_layer_512)),
+                  ("torch's decoder layer, which has two", attention_blocks(two_block_layer_512)))
 
-    # Section 5: distance between sinusoidal tags.
-    dim, positions = 16, np.arange(64)
-    omega = 10000.0 ** (-2 * np.arange(dim // 2) / dim)
-    pe = np.zeros((len(positions), dim))
-    pe[:, 0::2], pe[:, 1::2] = np.sin(positions[:, None] * omega), np.cos(positions[:, None] * omega)
-    distance = np.linalg.norm(pe[1:] - pe[0], axis=1)  # |PE(k) - PE(0)| for gaps k = 1..63
-    drops = int((np.diff(distance) < 0).sum())
-    ledger.belief(9, "the distance between tags grows steadily with the gap",
-                  f"|PE(k) - PE(0)| for gaps k = 1..{len(distance)}, d = {dim}",
-                  f"first gaps {vec(distance[:8], 2)}; the distance falls {drops} times as k grows",
-                  drops > 0)
+    ledger.section("Section 5: sinusoidal position tags")
+    ledger.belief(11, "the distance between tags grows steadily with the gap",
+                  "|PE(k) - PE(0)| for gaps k = 1..63, d = 16",
+                  ("the page's formula", distance_as_gap_grows(sinusoidal_tags)),
+                  ("a tag that counts up", distance_as_gap_grows(counting_tags)))
+    ledger.belief(12, "in 10000^(-2i/d), i counts coordinates (0, 1, 2, 3), not pairs",
+                  "the first two words' tags at d = 4; the page's table: [0, 1, 0, 1] and "
+                  "[0.8415, 0.5403, 0.0100, 1.0000]",
+                  ("i = pair index", first_two_tags(sinusoidal_tags)),
+                  ("i = coordinate index", first_two_tags(coordinate_index_tags)))
+    ledger.belief(13, "the first word is at position 1",
+                  "the same table",
+                  ("positions 0, 1, 2, ...", first_two_tags(sinusoidal_tags)),
+                  ("positions 1, 2, 3, ...", first_two_tags(tags_from_one)))
 
-    # Section 6: normalization.
-    batch = torch.randn(4, 6)  # 4 examples, 6 features
-    other = batch.clone()
-    other[1:] = torch.randn(3, 6) * 5 + 3  # keep example 1, change the rest of the batch
-    ln_same = torch.allclose(F.layer_norm(batch, (6,))[0], F.layer_norm(other, (6,))[0])
-    bn = nn.BatchNorm1d(6)
-    bn_same = torch.allclose(bn(batch)[0], bn(other)[0])
-    ledger.belief(10, "LayerNorm, like BatchNorm, depends on the rest of the batch",
-                  "keep example 1, replace the other 3 examples, normalize again",
-                  f"example 1's output unchanged: LayerNorm {ln_same}, BatchNorm {bn_same}",
-                  ln_same and not bn_same)
-    bn.eval()  # evaluation mode: running statistics instead of the batch's own
-    with torch.no_grad():
-        eval_same = torch.allclose(bn(batch)[0], bn(other)[0])
-        train_vs_eval = torch.allclose(bn.train()(batch), bn.eval()(batch))
-    ledger.belief(11, "BatchNorm computes the same in training and in evaluation",
-                  "the same batch through BatchNorm in train mode and in eval mode",
-                  f"train output = eval output: {train_vs_eval}; in eval mode example 1 no longer "
-                  f"depends on the others: {eval_same}",
-                  not train_vs_eval and eval_same)
-    single = torch.tensor([[5.0, -2.0, 0.5]])  # one observation per feature
-    by_hand = (single - single.mean(0)) / torch.sqrt(single.var(0, unbiased=False) + 1e-5)
-    try:
-        nn.BatchNorm1d(3)(single)
-        error = "none"
-    except ValueError as exc:
-        error = str(exc).split(",")[0]
-    ledger.belief(12, "BatchNorm with one value returns the input",
-                  "normalize one value per feature by hand; then ask torch",
-                  f"by hand {by_hand[0].tolist()} (output = beta, not the input {single[0].tolist()}); "
-                  f"torch raises: {error}",
-                  bool((by_hand == 0).all()) and error != "none")
+    ledger.section("Section 6: residuals and normalization")
+    ledger.belief(14, "LayerNorm, like BatchNorm, depends on the rest of the batch (the section's table)",
+                  "4 examples of 6 features: keep example 1, replace the other 3, normalize again",
+                  ("torch's nn.LayerNorm", depends_on_the_batch(torch_layer_norm, seed)),
+                  ("torch's nn.BatchNorm1d", depends_on_the_batch(torch_batch_norm, seed)))
+    ledger.belief(15, "BatchNorm computes the same in training and in evaluation (the section's table)",
+                  "the same batch through the norm in training mode and in evaluation mode",
+                  ("torch's nn.BatchNorm1d", train_versus_eval(torch_batch_norm, seed)),
+                  ("no running statistics", train_versus_eval(batch_norm_without_running_stats, seed)))
+    ledger.belief(16, "BatchNorm with one value returns the input",
+                  "one example: one value per feature, [5, -2, 0.5], in training mode",
+                  ("torch's nn.BatchNorm1d", one_value_per_feature(torch_batch_norm)),
+                  ("a new BatchNorm in evaluation mode", one_value_per_feature(batch_norm_in_eval_mode)))
+    ledger.belief(17, "a residual connection guarantees gradients never vanish",
+                  "a residual block around an FFN that has learned to output -x, so y = x + (-x)",
+                  ("torch's FFN plus the shortcut", gradient_through_the_block(torch_residual, seed)),
+                  ("a shortcut nothing can cancel", gradient_through_the_block(uncancellable_shortcut, seed)))
 
-    # Section 7: training tricks.
-    logits, gold_id = torch.tensor([[2.0, 0.5, -1.0, 0.0]]), torch.tensor([0])
-    nll = F.nll_loss(F.log_softmax(logits, -1), gold_id)
-    smoothed = F.cross_entropy(logits, gold_id, label_smoothing=0.1)
-    ledger.belief(13, "smoothed cross-entropy is ordinary negative log-likelihood",
-                  "one prediction, gold class 1, epsilon 0.1",
-                  f"NLL {nll.item():.6f}; smoothed cross-entropy {smoothed.item():.6f}",
-                  not torch.isclose(nll, smoothed))
-    lr, beta1, beta2, eps = 0.001, 0.9, 0.999, 1e-8  # Adam's defaults
-    grad = np.array([0.001, 100.0])  # two weights, gradients 100,000 times apart
-    m_hat = (1 - beta1) * grad / (1 - beta1)  # first step: bias-corrected running mean of g
-    v_hat = (1 - beta2) * grad ** 2 / (1 - beta2)  # ... and of g^2
-    adam_update = lr * m_hat / (np.sqrt(v_hat) + eps)
-    ledger.belief(14, "the scheduled learning rate is the size of every weight update",
-                  "Adam's first step at lr 0.001 on two weights whose gradients are 0.001 and 100",
-                  f"Adam moves them by {vec(adam_update, 6)}; plain SGD would move them by {vec(lr * grad, 6)}",
-                  not np.allclose(adam_update, lr * grad))
+    ledger.section("Section 7: training tricks")
+    ledger.belief(18, "smoothed cross-entropy is ordinary negative log-likelihood",
+                  "one prediction; which target does the loss measure against?",
+                  ("torch's cross_entropy(label_smoothing=0.1)", which_target_the_loss_uses(torch_smoothed_loss)),
+                  ("plain NLL", which_target_the_loss_uses(plain_nll)))
+    ledger.belief(19, "the scheduled learning rate is the size of every weight update",
+                  "two weights, three steps at lr 0.001; weight 1's gradient flips sign, weight 2's stays 100",
+                  ("torch's Adam", how_far_weights_move(torch_adam)),
+                  ("every step exactly the rate", how_far_weights_move(exactly_the_rate)))
+
+    ledger.section("Section 8: the whole data flow")
+    ledger.belief(20, "the mask applies only in the first decoder layer",
+                  "a 2-layer torch decoder; autograd asks how word 1's final output responds to word 3",
+                  ("torch's nn.TransformerDecoder", can_word_1_see_word_3(torch_decoder_stack, seed)),
+                  ("the mask in layer 1 only", can_word_1_see_word_3(mask_in_first_layer_only, seed)))
+
+    ledger.section("Bullets no computation here can settle:")
+    ledger.untested("Sinusoidal tags guarantee good length extrapolation (section 5)",
+                    "the formula gives tags for any position; whether a trained model copes with positions "
+                    "it never saw is found by training one and testing it on longer inputs")
+    ledger.untested("Original BERT used pre-LN (section 6)",
+                    "a fact about one published model's code; there is no BERT here to look inside")
+    ledger.untested("Warm-up is a universal stability proof (section 7)",
+                    "one training run shows one case, never a proof, and its path differs from CPU to CPU")
+    ledger.untested("Only the encoder gets position tags (section 8)",
+                    "torch's nn.Transformer takes vectors with tags already added, so it has no tagging step "
+                    "to inspect")
+    ledger.untested("The decoder has no token embeddings (section 8)",
+                    "torch's nn.Transformer takes vectors, not words: the embedding tables sit outside it")
+    # Each verdict came from one measurement that answered differently in the belief's world:
+    # that second line is what makes each "as the page says" worth something.
     return ledger.finish()
 
 

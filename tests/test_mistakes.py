@@ -1,0 +1,170 @@
+"""The "Mistakes people make" scripts (week1/08, week2/11): no verdict is a foregone conclusion.
+
+Each belief's measurement in those scripts is a function of the world it measures. Here
+each one is fed the real world (the one the script uses) and then, in its place, the
+belief's world and other wrong implementations: the verdict must be "as the page says"
+for the first and flip to CONTRADICTS THE PAGE for every wrong one. The default runs must
+uphold the page on every belief, and list the bullets they cannot test in the docstring too.
+"""
+import math
+import re
+
+from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, verdict
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import run_all
+from tests.conftest import SCRIPTS, load_script
+
+W1, W2 = load_script("week1/08_mistakes_shown"), load_script("week2/11_mistakes_shown")
+F64 = torch.float64
+SEED = 42
+
+
+# ---------------------------------------------------------------- wrong implementations beyond the scripts' own
+
+def bahdanau_softmax_over_steps(S, H, W_a, U_a, v_a):
+    """The page's scores, normalized along the wrong axis (over the decoder steps)."""
+    e = torch.tanh((S @ W_a)[:, None, :] + (H @ U_a)[None, :, :]) @ v_a
+    return torch.softmax(e, dim=0)
+
+
+def content_with_a_diagonal_pull(q, k, v):
+    """Content scores plus a strong pull toward the diagonal."""
+    distance = (torch.arange(q.shape[-2])[:, None] - torch.arange(k.shape[-2])[None, :]).abs().to(F64)
+    return torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]) - 50.0 * distance, dim=-1) @ v
+
+
+def torch_weights_turned_over(x_q, x_kv):
+    """torch's weights with rows and columns swapped: [keys, queries]."""
+    return W1.torch_weights(x_q, x_kv).transpose(-1, -2)
+
+
+def column_vector_convention(concat, W_O):
+    """W^O from the left on a column vector: W^O^T [2, 4] @ concat^T [4, 1] gives a [2, 1] column."""
+    return W_O.T @ concat.T
+
+
+def decoder_without_mask():
+    """week2/11's small decoder, but with no causal mask: a position sees the later inputs."""
+    d = 8
+    embed, place = nn.Embedding(W2.V, d, dtype=F64), nn.Embedding(8, d, dtype=F64)
+    layer = nn.TransformerEncoderLayer(d, 2, 2 * d, dropout=0.0, batch_first=True, dtype=F64)
+    to_vocab = nn.Linear(d, W2.V, dtype=F64)
+    return lambda tokens: to_vocab(layer(embed(torch.tensor([tokens])) + place(torch.arange(len(tokens)))))[0]
+
+
+def no_mask(q, k, v):
+    return F.scaled_dot_product_attention(q, k, v)
+
+
+def smoothing_gold_exactly_0_9(scores, gold):
+    """The other convention: the gold gets exactly 1 - eps = 0.9, the other classes share 0.1."""
+    target = torch.full_like(scores, 0.1 / (scores.shape[-1] - 1))
+    target[0, gold] = 0.9
+    return F.cross_entropy(scores, target)
+
+
+# ---------------------------------------------------------------- every belief: measurement, real world, wrong worlds
+
+def seeded(measure):
+    return lambda world: measure(world, SEED)
+
+
+CASES = {
+    ("week1", 1): (seeded(W1.what_steers_the_weights), W1.bahdanau,
+                   [W1.bahdanau_over_decoder_states, bahdanau_softmax_over_steps]),
+    ("week1", 2): (seeded(W1.where_each_step_looks), W1.sdpa, [W1.diagonal_attention, content_with_a_diagonal_pull]),
+    ("week1", 3): (W1.what_gets_mixed, W1.sdpa, [W1.keys_mixed]),
+    ("week1", 4): (seeded(W1.which_way_weights_add_up), W1.torch_weights,
+                   [W1.softmax_over_queries, torch_weights_turned_over]),
+    ("week1", 5): (seeded(W1.do_the_roles_part), W1.torch_projections, [W1.one_shared_matrix]),
+    ("week1", 6): (seeded(W1.do_encoder_words_talk), W1.encoder_layer, [W1.ffn_only]),
+    ("week1", 7): (seeded(W1.does_order_show), W1.torch_self_attention, [W1.self_attention_with_positions]),
+    ("week1", 8): (seeded(W1.are_rows_flat), W1.sdpa, [W1.flattening_scale]),
+    ("week1", 9): (seeded(W1.what_makes_rows_add_up), W1.torch_scaling_switch, [W1.scaling_that_normalizes]),
+    ("week1", 10): (seeded(W1.largest_weight), W1.sdpa, [W1.spread_scaling]),
+    ("week1", 11): (seeded(W1.what_scaling_costs), W1.torch_attention_layer, [W1.learned_scale_layer]),
+    ("week1", 12): (W1.weights_as_heads_grow, W1.torch_heads, [W1.full_width_heads]),
+    ("week1", 13): (W1.where_W_O_goes, W1.torch_out_proj, [W1.W_O_on_the_left, column_vector_convention]),
+    ("week1", 14): (seeded(W1.which_outputs_move), W1.torch_ffn, [W1.neighbour_ffn]),
+    ("week1", 15): (seeded(W1.do_layers_part), W1.torch_encoder_stack, [W1.one_layer_six_times]),
+    ("week1", 16): (seeded(W1.can_word_1_see_word_3), W1.encoder_layer, [W1.causal_encoder]),
+    ("week1", 17): (seeded(W1.where_the_norm_sits), W1.encoder_layer, [W1.pre_norm_layer]),
+    ("week1", 18): (W1.counts_by_what_is_included, W1.torch_encoder_layer_512, [W1.bare_ffn_512]),
+    ("week1", 19): (W1.exact_counts, W1.torch_counts, [W1.course_round_numbers]),
+    ("week1", 20): (W1.score_entries, W1.torch_score_table, [W1.fixed_window]),
+    ("week2", 1): (seeded(W2.inputs_when_generating), W2.torch_decoder, [W2.never_wrong_decoder]),
+    ("week2", 2): (seeded(W2.who_sees_their_own_label), W2.shifted, [W2.unshifted]),
+    ("week2", 3): (seeded(W2.weight_on_itself), W2.torch_causal, [W2.diagonal_blocked_too, no_mask]),
+    ("week2", 4): (seeded(W2.does_the_future_count), W2.torch_causal, [W2.zero_future_values, no_mask]),
+    ("week2", 5): (seeded(W2.row_with_no_key), W2.torch_masked, [W2.big_negative_mask]),
+    ("week2", 6): (seeded(W2.what_training_sees), W2.whole_source, [W2.source_so_far]),
+    ("week2", 7): (seeded(W2.what_a_decoder_layer_has), W2.torch_decoder_layer, [W2.encoder_layer_plus_mask]),
+    ("week2", 8): (W2.count_as_asked, W2.torch_embedding_and_output, [W2.nothing_to_exclude]),
+    ("week2", 9): (seeded(W2.how_many_matrices), W2.tied_model, [W2.untied_copies]),
+    ("week2", 10): (W2.attention_blocks, W2.torch_encoder_layer_512, [W2.two_block_layer_512]),
+    ("week2", 11): (W2.distance_as_gap_grows, W2.sinusoidal_tags, [W2.counting_tags]),
+    ("week2", 12): (W2.first_two_tags, W2.sinusoidal_tags, [W2.coordinate_index_tags]),
+    ("week2", 13): (W2.first_two_tags, W2.sinusoidal_tags, [W2.tags_from_one]),
+    ("week2", 14): (seeded(W2.depends_on_the_batch), W2.torch_layer_norm, [W2.torch_batch_norm]),
+    ("week2", 15): (seeded(W2.train_versus_eval), W2.torch_batch_norm, [W2.batch_norm_without_running_stats]),
+    ("week2", 16): (W2.one_value_per_feature, W2.torch_batch_norm, [W2.batch_norm_in_eval_mode]),
+    ("week2", 17): (seeded(W2.gradient_through_the_block), W2.torch_residual, [W2.uncancellable_shortcut]),
+    ("week2", 18): (W2.which_target_the_loss_uses, W2.torch_smoothed_loss,
+                    [W2.plain_nll, smoothing_gold_exactly_0_9]),
+    ("week2", 19): (W2.how_far_weights_move, W2.torch_adam, [W2.exactly_the_rate]),
+    ("week2", 20): (seeded(W2.can_word_1_see_word_3), W2.torch_decoder_stack, [W2.mask_in_first_layer_only]),
+}
+
+
+@pytest.mark.parametrize(("measure", "real", "wrongs"), CASES.values(), ids=[f"{w}-{n}" for w, n in CASES])
+def test_a_wrong_world_in_the_real_ones_place_flips_the_verdict(measure, real, wrongs):
+    found = measure(real)
+    for wrong in wrongs:
+        found_wrong = measure(wrong)
+        assert verdict(found, found_wrong) == AS_THE_PAGE_SAYS, (found.seen, found_wrong.seen)
+        assert verdict(found_wrong, found) == CONTRADICTS, f"{wrong.__name__}: {found_wrong.seen}"
+
+
+def test_the_shift_alone_does_not_stop_the_leak_without_the_mask():
+    """Belief 2 (week 2) flips too when the decoder is wrong rather than the inputs."""
+    found = W2.who_sees_their_own_label(W2.shifted, SEED, make_decoder=decoder_without_mask)
+    assert verdict(found, W2.who_sees_their_own_label(W2.unshifted, SEED)) == CONTRADICTS, found.seen
+
+
+# ---------------------------------------------------------------- the default runs
+
+NAMES = {"week1": "week1/08_mistakes_shown", "week2": "week2/11_mistakes_shown"}
+
+
+@pytest.fixture(scope="module")
+def runs():
+    results = run_all.run_scripts([(SCRIPTS[name], []) for name in NAMES.values()])
+    return dict(zip(NAMES, results, strict=True))
+
+
+@pytest.mark.parametrize("week", NAMES)
+def test_the_default_run_upholds_the_page_on_every_belief_and_each_has_a_flip_case(runs, week):
+    result = runs[week]
+    assert result.returncode == 0, result.stdout[-600:] + result.stderr
+    verdicts = re.findall(r"^   Verdict: (.*)$", result.stdout, flags=re.M)
+    numbers = [int(n) for n in re.findall(r"^(\d+)\. Belief: ", result.stdout, flags=re.M)]
+    assert verdicts and set(verdicts) == {AS_THE_PAGE_SAYS}
+    assert numbers == list(range(1, len(verdicts) + 1))
+    assert sorted(n for w, n in CASES if w == week) == numbers
+    assert f"beliefs tested: {len(verdicts)}; refuted as the page says: {len(verdicts)}; contradicting the page: 0" \
+        in result.stdout
+
+
+@pytest.mark.parametrize("week", NAMES)
+def test_untested_bullets_are_named_in_the_docstring_and_the_output(runs, week):
+    listed = re.findall(r'^  - "(.+?) \(section \d\)": ', runs[week].stdout, flags=re.M)
+    assert listed
+    docstring = " ".join(load_script(NAMES[week]).__doc__.split()).lower()
+    for bullet in listed:
+        assert bullet.lower() in docstring, bullet
+    assert f"bullets no computation here can settle (listed above): {len(listed)}" in runs[week].stdout
