@@ -217,7 +217,8 @@ def this_python():
 
 def resolve(raw, scripts, root):
     """A script name as a shell gives it: week2/03_sinusoidal_pe, ./week2/03_sinusoidal_pe.py,
-    an absolute path, or a bare 03_sinusoidal_pe when only one week has it. None if unknown."""
+    an absolute path, a bare 03_sinusoidal_pe when only one week has it, or week2/03 for
+    short. None if unknown or ambiguous."""
     text = raw.replace("\\", "/").removesuffix(".py")
     candidates = [text.removeprefix("./").strip("/")]
     try:
@@ -227,8 +228,12 @@ def resolve(raw, scripts, root):
     for name in candidates:
         if name in scripts:
             return name
-    bare = [name for name in scripts if name.split("/")[-1] == candidates[0]]
-    return bare[0] if len(bare) == 1 else None
+    for guess in (candidates[0], candidates[0] + "_"):  # a bare name, or just its number: week1/08
+        found = [name for name in scripts if name.split("/")[-1] == guess
+                 or (guess.endswith("_") and (name + "_").startswith(guess))]
+        if len(found) == 1:
+            return found[0]
+    return None
 
 
 def select(parser, names, pattern, scripts, root=ROOT):

@@ -97,7 +97,8 @@ def test_fresh_interpreters_report_the_same(repo):
     assert "DIFF week9/02_drifted" in out and "CRASH week9/03_crash" in out
 
 
-@pytest.mark.parametrize("given", ["week9/01_good", "week9/01_good.py", "./week9/01_good.py", "01_good"])
+@pytest.mark.parametrize("given", ["week9/01_good", "week9/01_good.py", "./week9/01_good.py", "01_good",
+                                   "week9/01"])
 def test_names_as_a_shell_gives_them(repo, given):
     code, out = run(repo, "--list", given)
     assert code == 0 and out == "week9/01_good\n"
