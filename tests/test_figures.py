@@ -15,6 +15,8 @@ import run_all
 from tests.conftest import SCRIPTS
 
 FIGURES = {
+    "week1/10_slow_chain_path_length": "week1/figures/slow_chain.png",
+    "week1/11_softmax_saturation": "week1/figures/softmax_saturation.png",
     "week2/01_causal_mask": "week2/figures/causal_mask.png",
     "week2/04_norm_axes": "week2/figures/norm_axes.png",
     "week2/06_warmup_schedule": "week2/figures/warmup_schedule.png",

@@ -1,0 +1,266 @@
+"""Week 1's new lessons (10 to 14): their building blocks are the real thing, and every
+verdict they print flips when a wrong implementation or the other world is fed through
+the script's own code (main() run in-process with one function swapped)."""
+import math
+import sys
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from tests.conftest import SCRIPTS, load_script
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    """Some lessons set torch to one thread; give the test process its setting back."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_main(monkeypatch, capsys, module, name, *argv):
+    """Run the lesson's main() with these arguments; return what it printed."""
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
+    module.main()
+    return capsys.readouterr().out
+
+
+def verdicts(out):
+    return [line for line in out.splitlines() if line.startswith("Verdict:")]
+
+
+def as_page(line):
+    return line.startswith("Verdict: as the page says")
+
+
+# ---------------------------------------------------------------- 10: the slow chain
+
+SLOW_CHAIN = "week1/10_slow_chain_path_length"
+
+
+def test_the_hand_written_rnn_is_torchs_rnn():
+    m = load_script(SLOW_CHAIN)
+    torch.manual_seed(0)
+    rnn = nn.RNN(6, 6, bias=False, batch_first=True, dtype=torch.float64)
+    X = torch.randn(3, 7, 6, dtype=torch.float64)
+    expected, _ = rnn(X)  # [S, T, d]: the state after every word
+    out = m.rnn_output(X, rnn.weight_ih_l0.T, rnn.weight_hh_l0.T)
+    torch.testing.assert_close(out, expected[:, -1], rtol=0, atol=1e-12)
+
+
+def test_the_hand_written_attention_is_sdpa_at_the_last_word():
+    m = load_script(SLOW_CHAIN)
+    torch.manual_seed(0)
+    X, W_Q, W_K, W_V = (torch.randn(*s, dtype=torch.float64) for s in ((3, 7, 6), (6, 6), (6, 6), (6, 6)))
+    expected = F.scaled_dot_product_attention(X @ W_Q, X @ W_K, X @ W_V)[:, -1]
+    torch.testing.assert_close(m.attention_output(X, W_Q, W_K, W_V), expected, rtol=0, atol=1e-12)
+
+
+def test_steps_are_counted_from_the_graph():
+    m = load_script(SLOW_CHAIN)
+    W = torch.eye(4, dtype=torch.float64)
+    words = torch.randn(2, 9, 4, dtype=torch.float64)
+    assert m.measure(lambda X: m.rnn_output(X, W, W), words)[0] == 9
+    assert m.measure(lambda X: m.attention_output(X, W, W, W), words)[0] == 1
+    assert m.measure(lambda X: X.sum(dim=1), words)[0] == 0  # no squashing function at all
+
+
+def test_slow_chain_verdicts_as_the_page_says(monkeypatch, capsys, tmp_path):
+    m = load_script(SLOW_CHAIN)
+    out = run_main(monkeypatch, capsys, m, SLOW_CHAIN, "--sentences", "32", "--figure", str(tmp_path / "f.png"))
+    assert [as_page(v) for v in verdicts(out)] == [True, True]
+
+
+def test_attention_replaced_by_a_chain_flips_both_verdicts(monkeypatch, capsys, tmp_path):
+    m = load_script(SLOW_CHAIN)
+    monkeypatch.setattr(m, "attention_output", lambda X, W_Q, W_K, W_V: m.rnn_output(X, W_Q, W_K))
+    out = run_main(monkeypatch, capsys, m, SLOW_CHAIN, "--sentences", "32", "--figure", str(tmp_path / "f.png"))
+    assert [as_page(v) for v in verdicts(out)] == [False, False]
+    assert "attention direct: False" in out
+
+
+def test_an_rnn_that_does_not_fade_flips_the_fading_verdict(monkeypatch, capsys, tmp_path):
+    m = load_script(SLOW_CHAIN)
+    rnn = m.rnn_output  # identity recurrence, tiny inputs: tanh stays linear, nothing shrinks
+    monkeypatch.setattr(m, "rnn_output", lambda X, W_xh, W_hh: rnn(X, 1e-3 * W_xh, torch.eye(len(W_hh),
+                                                                                            dtype=X.dtype)))
+    out = run_main(monkeypatch, capsys, m, SLOW_CHAIN, "--sentences", "32", "--figure", str(tmp_path / "f.png"))
+    assert [as_page(v) for v in verdicts(out)] == [True, False]
+    assert "RNN fades: False" in out
+
+
+# ---------------------------------------------------------------- 11: softmax saturation
+
+SATURATION = "week1/11_softmax_saturation"
+
+
+def test_softmax_gradient_size_matches_the_closed_form():
+    """d softmax / d s = diag(p) - p p^T; all-equal scores give sqrt(T-1)/T, one-hot 0."""
+    m = load_script(SATURATION)
+    S = torch.randn(3, 5, 7, dtype=torch.float64)
+    _, grad = m.saturation(S)
+    p = torch.softmax(S, dim=-1)
+    J = torch.diag_embed(p) - p[..., :, None] * p[..., None, :]  # [3, 5, 7, 7]
+    assert grad == pytest.approx(J.pow(2).sum(dim=(-2, -1)).sqrt().mean().item(), abs=1e-12)
+    assert m.saturation(torch.zeros(1, 2, 16, dtype=torch.float64)) == pytest.approx((1 / 16, math.sqrt(15) / 16))
+    assert m.saturation(torch.tensor([[[1000.0, 0.0, 0.0]]], dtype=torch.float64))[1] == pytest.approx(0, abs=1e-12)
+
+
+def saturation_verdicts(monkeypatch, capsys, tmp_path, scores=None):
+    m = load_script(SATURATION)
+    if scores:
+        monkeypatch.setattr(m, "scores", scores)
+    out = run_main(monkeypatch, capsys, m, SATURATION, "--sentences", "64", "--figure", str(tmp_path / "f.png"))
+    return [as_page(v) for v in verdicts(out)]
+
+
+def test_saturation_verdicts_as_the_page_says(monkeypatch, capsys, tmp_path):
+    assert saturation_verdicts(monkeypatch, capsys, tmp_path) == [True, True]
+
+
+@pytest.mark.parametrize(("wrong", "expected"), [
+    (lambda Q, K, scaled: Q @ K.transpose(-2, -1), [True, False]),  # the 1/sqrt(d_k) forgotten
+    (lambda Q, K, scaled: Q @ K.transpose(-2, -1) / Q.shape[-1], [False, False]),  # divided by d_k
+    (lambda Q, K, scaled: Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), [False, True]),  # both scaled
+], ids=["scaling forgotten", "divided by d_k", "unscaled is scaled too"])
+def test_wrong_scores_flip_the_saturation_verdicts(monkeypatch, capsys, tmp_path, wrong, expected):
+    assert saturation_verdicts(monkeypatch, capsys, tmp_path, wrong) == expected
+
+
+# ---------------------------------------------------------------- 12: attention shapes
+
+SHAPES = "week1/12_attention_shapes"
+
+
+def test_shapes_verdict_as_the_page_says(monkeypatch, capsys):
+    out = run_main(monkeypatch, capsys, load_script(SHAPES), SHAPES, "--d-k", "3", "--d-v", "7")
+    assert "  Z [B, T, d_v]     = [2, 5, 7]" in out
+    assert [as_page(v) for v in verdicts(out)] == [True]
+
+
+def wrong_attention(mistake):
+    def attention(X, W_Q, W_K, W_V):
+        Q, K, V = X @ W_Q, X @ W_K, X @ W_V
+        scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+        A = torch.softmax(scores, dim=-2 if mistake == "softmax over the queries" else -1)
+        Z = A @ (K if mistake == "sum of the keys" else V)
+        return {"Q": Q, "K": K, "V": V, "A": A, "Z": Z}
+    return attention
+
+
+@pytest.mark.parametrize("mistake", ["sum of the keys", "softmax over the queries"])
+def test_a_wrong_attention_flips_the_shapes_verdict(monkeypatch, capsys, mistake):
+    m = load_script(SHAPES)
+    monkeypatch.setattr(m, "self_attention", wrong_attention(mistake))
+    out = run_main(monkeypatch, capsys, m, SHAPES)
+    assert [as_page(v) for v in verdicts(out)] == [False]
+
+
+# ---------------------------------------------------------------- 13: the FFN needs its ReLU
+
+FFN = "week1/13_ffn_needs_relu"
+
+
+def ffn_verdicts(monkeypatch, capsys, **swaps):
+    m = load_script(FFN)
+    for name, value in swaps.items():
+        monkeypatch.setattr(m, name, value)
+    return [as_page(v) for v in verdicts(run_main(monkeypatch, capsys, m, FFN))]
+
+
+def test_ffn_verdicts_as_the_page_says(monkeypatch, capsys):
+    assert ffn_verdicts(monkeypatch, capsys) == [True, True]
+
+
+def test_a_relu_in_both_worlds_flips_the_collapse_verdict(monkeypatch, capsys):
+    worlds = {"without the ReLU": nn.ReLU, "with the ReLU": nn.ReLU}
+    assert ffn_verdicts(monkeypatch, capsys, WORLDS=worlds) == [False, True]
+
+
+def test_no_relu_in_either_world_flips_the_relu_verdict(monkeypatch, capsys):
+    worlds = {"without the ReLU": nn.Identity, "with the ReLU": nn.Identity}
+    assert ffn_verdicts(monkeypatch, capsys, WORLDS=worlds) == [True, False]
+
+
+def test_a_wrong_product_bias_flips_the_collapse_verdict(monkeypatch, capsys):
+    def wrong_collapse(first, second):  # b_1 + b_2 instead of b_1 W_2 + b_2
+        return first.weight.T @ second.weight.T, first.bias[: second.out_features] + second.bias
+    assert ffn_verdicts(monkeypatch, capsys, collapse=wrong_collapse)[0] is False
+
+
+def test_best_linear_miss_is_zero_for_a_linear_map_and_one_for_noise():
+    m = load_script(FFN)
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(500, 3, generator=g, dtype=torch.float64)
+    assert m.best_linear_miss(X, X @ torch.randn(3, 2, generator=g, dtype=torch.float64) + 5) < 1e-12
+    assert m.best_linear_miss(X, torch.randn(500, 2, generator=g, dtype=torch.float64)) > 0.95
+
+
+# ---------------------------------------------------------------- 14: parameters vs length
+
+LENGTH = "week1/14_parameters_vs_length"
+SMALL = ("--d-model", "64", "--d-ff", "256", "--heads", "4")
+
+
+def length_verdicts(monkeypatch, capsys, **swaps):
+    m = load_script(LENGTH)
+    for name, value in swaps.items():
+        monkeypatch.setattr(m, name, value)
+    return [as_page(v) for v in verdicts(run_main(monkeypatch, capsys, m, LENGTH, *SMALL))]
+
+
+def test_length_verdicts_as_the_page_says(monkeypatch, capsys):
+    assert length_verdicts(monkeypatch, capsys) == [True, True]
+
+
+@pytest.mark.parametrize("name", ["weights_only", "fully_counted"])
+def test_a_wrong_count_formula_flips_the_count_verdict(monkeypatch, capsys, name):
+    wrong = {"weights_only": lambda d, f: 3 * d * d + 2 * d * f,  # W^O forgotten
+             "fully_counted": lambda d, f: 4 * d * d + 2 * d * f + f + 5 * d}  # LayerNorms forgotten
+    assert length_verdicts(monkeypatch, capsys, **{name: wrong[name]}) == [False, True]
+
+
+def test_a_layer_that_grows_with_the_sentence_flips_the_length_verdict(monkeypatch, capsys):
+    m = load_script(LENGTH)
+    by_hand = m.encoder_layer_by_hand
+
+    def with_a_position_table(X, layer):  # a learned table with one row per word, made on demand
+        B, T, d = X.shape
+        layer.register_parameter(f"positions_{T}", nn.Parameter(torch.zeros(T, d, dtype=X.dtype)))
+        return by_hand(X, layer)
+
+    monkeypatch.setattr(m, "encoder_layer_by_hand", with_a_position_table)
+    out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
+    assert [as_page(v) for v in verdicts(out)] == [True, False]
+    assert "same parameters: False" in out
+
+
+def test_attention_without_a_t_by_t_table_flips_the_growth_verdict(monkeypatch, capsys):
+    m = load_script(LENGTH)
+    by_hand = m.encoder_layer_by_hand
+
+    def linear_attention_sizes(X, layer):  # holds K^T V [B, h, d_k, d_k] instead of [B, h, T, T]
+        Y, acts = by_hand(X, layer)
+        B, h, T, d_k = acts["heads"].shape
+        acts["scores"] = acts["A"] = torch.zeros(B, h, d_k, d_k, dtype=X.dtype)
+        return Y, acts
+
+    monkeypatch.setattr(m, "encoder_layer_by_hand", linear_attention_sizes)
+    out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
+    assert [as_page(v) for v in verdicts(out)] == [True, False]
+    assert "scores like T^2: False" in out
+
+
+def test_the_by_hand_layer_is_torchs_layer_at_other_sizes():
+    m = load_script(LENGTH)
+    torch.manual_seed(1)
+    layer = nn.TransformerEncoderLayer(24, 3, 40, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
+    X = torch.randn(2, 11, 24, dtype=torch.float64)
+    with torch.no_grad():
+        out, acts = m.encoder_layer_by_hand(X, layer)
+        torch.testing.assert_close(out, layer(X), rtol=0, atol=1e-12)
+    assert acts["scores"].shape == (2, 3, 11, 11) and acts["hidden"].shape == (2, 11, 40)
+    assert np.isclose(acts["A"].sum(-1), 1).all()

@@ -1,0 +1,169 @@
+"""Why saturation stalls learning: without 1/sqrt(d_k) the softmax turns one-hot as d_k grows.
+
+Page: Week 1, section 4 "Why divide by sqrt(d_k) (scaled dot-product)": "Big spread makes
+softmax nearly one-hot (one weight near 1, the rest near 0), and then the gradients are
+close to zero, so learning stalls. The fix: divide by sqrt(d_k)."
+
+    scores = Q K^T            (unscaled: variance d_k)
+    scores = Q K^T / sqrt(d_k) (scaled: variance about 1)
+    A = softmax(scores), one row per query, over the T keys
+
+For each width d_k and both kinds of score, two measurements over every row of A:
+  - the largest weight of the row (1/T if all keys get the same share, 1 if one-hot);
+  - the gradient of the softmax: the size (Frobenius norm) of the Jacobian d A_row /
+    d scores_row, by torch autograd, one backward pass per key. In training, every gradient
+    on its way from the loss back to the scores, and through them to W_Q and W_K, is
+    multiplied by this Jacobian; one-hot rows make it 0, and learning stalls.
+
+Setup (the page gives no sizes; these are choices): B = 256 random "sentences" of T = 16
+words; for each d_k, Q then K, each np.random.default_rng(42).standard_normal((B, T, d_k))
+from one generator (the pages' habit), so every entry has mean 0 and variance 1, as in the
+page's variance argument; the softmax and its gradient in torch float64, on one thread
+(small matrices: more threads only wait for each other). The printed
+numbers are means over the B * T = 4,096 rows, at 3 decimals (other seeds move them by a
+few units in the third decimal). Thresholds of the verdicts, judged on those means: "nearly
+one-hot" is a largest weight above 0.9; "the gradient nearly vanishes" is a gradient size
+below 0.1 (evenly spread weights give sqrt(T-1)/T: 0.242 for T = 16, 0.124 for T = 64,
+the most keys allowed, so below 0.1 is less than even an even spread passes; two equal
+weights give 0.5); "stays healthy" is, at every d_k, a largest weight below 0.9 and within 25% of its
+value at the widest d_k (the same spread at every width; dividing by d_k instead of
+sqrt(d_k) fails here, its weights flatten towards 1/T), and a gradient of 0.1 or more.
+With more keys per row (--tokens 64) the unscaled softmax needs a larger d_k to saturate:
+there are more rivals for the top weight.
+"""
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, int_range, lesson_parser, png_path
+from common.figures import figure_path, plt, save_figure
+
+import numpy as np
+import torch
+
+FIGURE = Path(__file__).resolve().parent / "figures" / "softmax_saturation.png"
+ONE_HOT = 0.9  # a mean largest weight above this is nearly one-hot
+VANISHED = 0.1  # a mean gradient size below this has nearly vanished
+STEADY = 0.25  # the weights keep their spread: largest weight within 25% of its widest-d_k value
+MIN_ROWS = 512  # fewer rows give means too noisy to judge
+
+
+def scores(Q, K, scaled):
+    """Q K^T [B, T, T], divided by sqrt(d_k) if scaled."""
+    raw = Q @ K.transpose(-2, -1)  # [B, T, T]: one dot product q.k per (query, key)
+    return raw / math.sqrt(Q.shape[-1]) if scaled else raw
+
+
+def saturation(S):
+    """Mean largest weight and mean softmax-gradient size over the rows of softmax(S)."""
+    S = S.detach().requires_grad_()  # [B, T, T]
+    A = torch.softmax(S, dim=-1)  # each row sums to 1 over the keys
+    grad2 = 0  # [B, T]: squared size of d A_row / d S_row, summed key by key
+    for j in range(A.shape[-1]):  # one backward pass per key j: d A[..., j] / d S
+        (g,) = torch.autograd.grad(A[..., j].sum(), S, retain_graph=True)  # rows do not mix
+        grad2 = grad2 + g.pow(2).sum(dim=-1)
+    return A.max(dim=-1).values.mean().item(), grad2.sqrt().mean().item()
+
+
+def plot(widths, T, results):
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6))
+    style = {"unscaled": dict(color="tab:red", marker="o", label="unscaled: Q K^T"),
+             "scaled": dict(color="tab:blue", marker="s", label="scaled: Q K^T / sqrt(d_k)")}
+    for name, rows in results.items():
+        left.plot(widths, [r[0] for r in rows], **style[name])
+        right.plot(widths, [r[1] for r in rows], **style[name])
+    even = dict(color="0.4", linestyle="--", label=f"all {T} weights equal (1/T each)")
+    left.axhline(1, color="0.4", linestyle=":", label="one-hot")
+    left.axhline(1 / T, **even)
+    right.axhline(math.sqrt(T - 1) / T, **even)
+    left.set_ylim(0, 1.05)
+    left.set_ylabel("largest weight in a row (mean)")
+    left.set_title("How one-hot the softmax is")
+    right.set_ylim(bottom=0)
+    right.set_ylabel("size of d softmax / d scores (mean)")
+    right.set_title("How much gradient gets through")
+    for ax in (left, right):
+        ax.set_xscale("log", base=2)
+        ax.set_xticks(widths, [str(d) for d in widths])
+        ax.minorticks_off()
+        ax.set_xlabel("d_k, numbers per query and key")
+        ax.grid(alpha=0.3)
+    fig.legend(*left.get_legend_handles_labels(), loc="lower center", ncol=4, frameon=False)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig
+
+
+def main():
+    parser = lesson_parser(__file__, "Largest softmax weight and softmax gradient for d_k = 4 .. 1024, "
+                           "with and without 1/sqrt(d_k) (Week 1, section 4).", try_it=[
+                               ("--seed 7", "other random queries and keys: the third decimal moves, "
+                                "the verdicts do not"),
+                               ("--d-k 1 2 4 8 16 32 64 128 256 512 1024", "every power of two"),
+                               ("--tokens 64 --sentences 64", "64 keys per row (still 4,096 rows): the unscaled "
+                                "softmax still turns nearly one-hot"),
+                               ("--tokens 2 --sentences 2048", "two keys per row: the same story")])
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
+    parser.add_argument("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256, 1024],
+                        help="widths d_k to try")
+    parser.add_argument("--sentences", type=int_range(1, 4096), default=256,
+                        help="B, random sentences per width")
+    parser.add_argument("--tokens", type=int_range(2, 64), default=16, help="T, words (keys) per sentence")
+    parser.add_argument("--figure", type=png_path, default=None, help="where to save the figure")
+    args = parser.parse_args()
+    B, T, widths = args.sentences, args.tokens, sorted(set(args.d_k))
+    if len(widths) < 2:
+        parser.error("--d-k needs at least two different widths to compare")
+    if B * T < MIN_ROWS:
+        parser.error(f"--sentences x --tokens is {B * T}; at least {MIN_ROWS} rows are needed for steady means")
+    check_size(parser, numbers=B * T * max(widths + [T]),
+               work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in widths))
+
+    torch.set_num_threads(1)  # small matrices: more threads only add waiting
+    rng = np.random.default_rng(args.seed)
+    results = {"unscaled": [], "scaled": []}  # name -> [(largest weight, gradient size)] per d_k
+    print(f"softmax of random scores over T={T} keys: means over {B * T:,} rows "
+          f"(B={B} sentences x T={T} queries)")
+    print(f"{'d_k':>6} | {'unscaled: largest weight':>24} {'gradient':>9} | {'scaled: largest weight':>22} "
+          f"{'gradient':>9}")
+    for d_k in widths:
+        Q = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k], float64
+        K = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k]
+        for name in results:
+            results[name].append(saturation(scores(Q, K, scaled=name == "scaled")))
+        (w_u, g_u), (w_s, g_s) = results["unscaled"][-1], results["scaled"][-1]
+        print(f"{d_k:6d} | {w_u:24.3f} {g_u:9.3f} | {w_s:22.3f} {g_s:9.3f}")
+    print("  (gradient: how much the weights move when the scores move, |d softmax / d scores|)")
+    print(f"  (all {T} weights equal: largest weight 1/T = {1 / T:.4f}, gradient sqrt(T-1)/T = "
+          f"{math.sqrt(T - 1) / T:.4f};")
+    print("   one-hot: largest weight 1, gradient 0, and learning stalls)")
+
+    wide = widths[-1]
+    w, g = results["unscaled"][-1]
+    one_hot, vanished = w > ONE_HOT, g < VANISHED
+    print("\nClaim: unscaled, the softmax turns nearly one-hot as d_k grows and its gradient nearly vanishes.")
+    print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
+          f"gradient {g:.3f} (vanished if below {VANISHED:g})")
+    print("Verdict: as the page says" if one_hot and vanished else
+          f"Verdict: CONTRADICTS THE PAGE (nearly one-hot: {one_hot}; gradient nearly gone: {vanished})")
+
+    rows = results["scaled"]
+    w_wide = rows[-1][0]
+    w_lo, w_hi = min(w for w, _ in rows), max(w for w, _ in rows)
+    g_lo = min(g for _, g in rows)
+    healthy = w_hi < ONE_HOT and g_lo >= VANISHED
+    steady = all(abs(w - w_wide) <= STEADY * w_wide for w, _ in rows)
+    print("Claim: scaled by 1/sqrt(d_k), both stay healthy at every width.")
+    print(f"  largest weight {w_lo:.3f}..{w_hi:.3f} (healthy if below {ONE_HOT:g} and within {STEADY:.0%} "
+          f"of d_k={wide}'s {w_wide:.3f}: the same spread at every width)")
+    print(f"  gradient at least {g_lo:.3f} (healthy if {VANISHED:g} or more)")
+    print("Verdict: as the page says" if healthy and steady else
+          f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})")
+    # The scores' spread grows like sqrt(d_k); dividing by sqrt(d_k) gives the softmax the
+    # same spread at every width, so it neither saturates nor stops passing gradient back.
+
+    print(save_figure(plot(widths, T, results), figure_path(parser, args, FIGURE)))
+
+
+if __name__ == "__main__":
+    main()

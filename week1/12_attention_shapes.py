@@ -1,0 +1,106 @@
+"""The shapes of self-attention when d_k differs from d_v: A is [B, T, T], Z is [B, T, d_v].
+
+Page: Week 1, section 3 "Self-attention and the three roles Q, K, V": "Shapes for one head,
+with X of shape [B, T, d_model]: Q and K are [B, T, d_k], V is [B, T, d_v], the weight
+matrix A is [B, T, T], and the output Z = AV is [B, T, d_v]."
+
+    Q = X W^Q,  K = X W^K,  V = X W^V,  A = softmax(Q K^T / sqrt(d_k)),  Z = A V
+
+Q and K must have the same width d_k, because every score is a dot product q.k; that
+width is summed away, so A has one number per (query word, key word) pair: [B, T, T].
+V may have another width d_v, and Z = A V, a weighted mix of the rows of V, has V's width.
+Every shape printed below is read off a tensor the run computed; torch's own
+scaled_dot_product_attention, given the same Q, K, V, returns the same Z.
+
+Setup (the page gives no sizes; these are choices): B = 2 sentences, T = 5 words, d_model
+= 8, and d_k = 4 differing from d_v = 6 so that the two widths cannot be confused (the
+paper's base model has d_k = d_v = 64, where they can). One np.random.default_rng(42)
+draws X, W^Q, W^K, W^V in that order (standard normal; each W divided by sqrt(d_model) to
+keep the scores near variance 1); torch float64, so Z and SDPA's answer differ by about
+1e-16 and the printed gap is 0.00000000 on every CPU.
+"""
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, int_range, lesson_parser
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+SAME = 1e-9  # Z and torch's answer agree if no entry differs by more (float64 rounding is ~1e-16)
+
+
+def self_attention(X, W_Q, W_K, W_V):
+    """One head of self-attention; returns every intermediate, by the page's names."""
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # [B, T, d_k], [B, T, d_k], [B, T, d_v]
+    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # [B, T, T]: q.k summed over d_k
+    A = torch.softmax(scores, dim=-1)  # [B, T, T]: each query's weights over the keys
+    Z = A @ V  # [B, T, d_v]: each word's weighted mix of the values
+    return {"Q": Q, "K": K, "V": V, "A": A, "Z": Z}
+
+
+def main():
+    parser = lesson_parser(__file__, "The shapes of X, Q, K, V, A and Z in one self-attention head, "
+                           "with d_k different from d_v (Week 1, section 3).", try_it=[
+                               ("--d-k 3 --d-v 7", "other widths: A stays [B, T, T], Z follows d_v"),
+                               ("--tokens 9", "longer sentences: A grows to [B, 9, 9]"),
+                               ("--d-k 6 --d-v 6", "equal widths, as in the paper (d_k = d_v = 64)"),
+                               ("--batch 1 --tokens 1", "one word: A is [1, 1, 1], a single weight of 1")])
+    size = int_range(1, 512)
+    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
+    parser.add_argument("--batch", type=size, default=2, help="B, sentences")
+    parser.add_argument("--tokens", type=size, default=5, help="T, words per sentence")
+    parser.add_argument("--d-model", type=size, default=8, help="d_model, numbers per word")
+    parser.add_argument("--d-k", type=size, default=4, help="d_k, width of each query and key")
+    parser.add_argument("--d-v", type=size, default=6, help="d_v, width of each value")
+    args = parser.parse_args()
+    B, T, d_model, d_k, d_v = args.batch, args.tokens, args.d_model, args.d_k, args.d_v
+    check_size(parser, numbers=B * T * max(T, d_model, d_k, d_v),
+               work=B * T * (d_model * (2 * d_k + d_v) + T * (d_k + d_v)) * 2)
+
+    rng = np.random.default_rng(args.seed)
+    X = torch.from_numpy(rng.standard_normal((B, T, d_model)))  # [B, T, d_model], float64
+    W_Q = torch.from_numpy(rng.standard_normal((d_model, d_k))) / math.sqrt(d_model)  # [d_model, d_k]
+    W_K = torch.from_numpy(rng.standard_normal((d_model, d_k))) / math.sqrt(d_model)  # [d_model, d_k]
+    W_V = torch.from_numpy(rng.standard_normal((d_model, d_v))) / math.sqrt(d_model)  # [d_model, d_v]
+    out = self_attention(X, W_Q, W_K, W_V)
+
+    page = {"X": ("[B, T, d_model]", [B, T, d_model]), "Q": ("[B, T, d_k]", [B, T, d_k]),
+            "K": ("[B, T, d_k]", [B, T, d_k]), "V": ("[B, T, d_v]", [B, T, d_v]),
+            "A": ("[B, T, T]", [B, T, T]), "Z": ("[B, T, d_v]", [B, T, d_v])}
+    how = {"X": "the input: B sentences, T words, d_model numbers per word",
+           "Q": "X W^Q: what each word is looking for", "K": "X W^K: what each word offers",
+           "V": "X W^V: what each word hands over", "A": "softmax(Q K^T / sqrt(d_k)): d_k is summed away",
+           "Z": "A V: a mix of value rows, so V's width"}
+    shapes = {"X": list(X.shape), **{name: list(t.shape) for name, t in out.items()}}
+    print(f"B={B} sentences, T={T} words, d_model={d_model}, d_k={d_k}, d_v={d_v}")
+    for name, (formula, _) in page.items():
+        print(f"  {name} {formula:<15} = {str(shapes[name]):<16} {how[name]}")
+    rows = out["A"].sum(dim=-1)
+    print(f"  every row of A sums to 1: {rows.min().item():.6f}..{rows.max().item():.6f}")
+
+    Q, K, V = out["Q"], out["K"], out["V"]
+    reference = F.scaled_dot_product_attention(Q, K, V)  # torch's own attention, [B, T, d_v]
+    print(f"torch scaled_dot_product_attention(Q, K, V) returns {list(reference.shape)}")
+    same_shape = reference.shape == out["Z"].shape
+    gap = (out["Z"] - reference).abs().max().item() if same_shape else math.inf
+    if same_shape:
+        print(f"max |Z - torch SDPA|={gap:.8f}")
+
+    as_page = all(shapes[name] == expected for name, (_, expected) in page.items())
+    print("\nClaim: Q, K are [B, T, d_k], V is [B, T, d_v], A is [B, T, T], Z = A V is [B, T, d_v].")
+    if as_page and gap <= SAME:
+        print("Verdict: as the page says (every shape above, and Z is what torch computes)")
+    else:
+        wrong = [name for name, (_, expected) in page.items() if shapes[name] != expected]
+        print(f"Verdict: CONTRADICTS THE PAGE (shapes not as the page says: {', '.join(wrong) or 'none'}; "
+              f"Z differs from torch's answer: {gap > SAME})")
+    # A never depends on d_k or d_v: it is T x T, one weight per pair of words. That is why
+    # attention costs grow with T^2 (section 7), whatever the head width.
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,178 @@
+"""Parameters do not grow with sentence length; activations do, and the scores like T^2.
+
+Page: Week 1, section 7 "Counting the learnable numbers (parameters)": "Weights only:
+4d^2 + 2df. Fully counted (as PyTorch does): 4d^2 + 2df + f + 9d." And: "Length does not
+matter for the layer's weights: a longer sentence changes activations and compute, not
+shared projection weights", "Score entries for a dense layer: B h T^2 ... Doubling T
+quadruples the score entries", "Attention is not linear in length".
+
+    weight matrices:  W^Q, W^K, W^V, W^O [d, d] each, W_1 [d, f], W_2 [f, d]  -> 4d^2 + 2df
+    plus biases:      4d (attention) + f + d (FFN); plus two LayerNorms 4d   -> + f + 9d
+
+torch's nn.TransformerEncoderLayer is counted two ways: only its 2-D parameters (the weight
+matrices: in_proj_weight holds W^Q, W^K, W^V stacked, out_proj.weight is W^O, linear1 and
+linear2 are the FFN), and all of its parameters. Then the same layer is run, by hand with
+its own weights and in plain view, on a 5-word and on a 500-word sentence, and every
+intermediate tensor (an activation) is counted. The by-hand run is checked against the
+torch layer itself on the short sentence.
+
+Setup: the page's sizes d = 512, f = 2048, h = 8; one sentence (B = 1) of 5 and of 500
+words; torch.manual_seed(42), then the layer (dropout 0, post-norm as in the original
+paper and torch's default), then the words x ~ N(0, 1); float64, so the by-hand and torch
+answers differ by about 1e-15 and the printed gap is 0.00000000 on every CPU. A batch of
+B sentences (the page's B) would multiply every activation count by B and leave the
+parameters alone, so one sentence shows the growth in T most plainly.
+"""
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common.cli import SEED, check_size, int_range, lesson_parser
+from common.printing import n_params
+
+import torch
+import torch.nn as nn
+
+SAME = 1e-9  # the by-hand layer is torch's if no output number differs by more
+PAGE_NAMES = {"self_attn.in_proj_weight": "W^Q, W^K, W^V stacked", "self_attn.out_proj.weight": "W^O",
+              "linear1.weight": "W_1 (torch stores [out, in])", "linear2.weight": "W_2"}
+
+
+def weights_only(d, f):
+    """The page's count without biases or LayerNorms."""
+    return 4 * d * d + 2 * d * f
+
+
+def fully_counted(d, f):
+    """The page's count with biases and the two LayerNorms, as PyTorch counts."""
+    return 4 * d * d + 2 * d * f + f + 9 * d
+
+
+def times(new, old):
+    """How many times bigger `new` is than `old`, e.g. 'x100' or 'x2.50'."""
+    return f"x{new // old:,}" if new % old == 0 else f"x{new / old:,.2f}"
+
+
+def attention_scores(Q, K):
+    """Every query against every key: [B, h, T, d_k] x [B, h, T, d_k] -> [B, h, T, T]."""
+    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
+
+
+def encoder_layer_by_hand(X, layer):
+    """Post-norm encoder layer on X [B, T, d] with `layer`'s own weights.
+    Returns the output and {name: activation} for every intermediate tensor."""
+    B, T, d = X.shape
+    h = layer.self_attn.num_heads
+    d_k = d // h
+    W_Q, W_K, W_V = layer.self_attn.in_proj_weight.chunk(3)  # [d, d] each, stored [out, in]
+    b_Q, b_K, b_V = layer.self_attn.in_proj_bias.chunk(3)
+
+    def split_heads(t):  # [B, T, d] -> [B, h, T, d_k]
+        return t.view(B, T, h, d_k).transpose(1, 2)
+
+    acts = {}
+    acts["Q"] = X @ W_Q.T + b_Q  # [B, T, d]
+    acts["K"] = X @ W_K.T + b_K  # [B, T, d]
+    acts["V"] = X @ W_V.T + b_V  # [B, T, d]
+    acts["scores"] = attention_scores(split_heads(acts["Q"]), split_heads(acts["K"]))  # [B, h, T, T]
+    acts["A"] = torch.softmax(acts["scores"], dim=-1)  # [B, h, T, T]
+    acts["heads"] = acts["A"] @ split_heads(acts["V"])  # [B, h, T, d_k]
+    concat = acts["heads"].transpose(1, 2).reshape(B, T, d)  # [B, T, d], a view: not counted again
+    acts["MHA"] = layer.self_attn.out_proj(concat)  # concat W^O + b^O, [B, T, d]
+    acts["U"] = layer.norm1(X + acts["MHA"])  # [B, T, d]
+    acts["hidden"] = torch.relu(layer.linear1(acts["U"]))  # ReLU(U W_1 + b_1), [B, T, f]
+    acts["FFN"] = layer.linear2(acts["hidden"])  # [B, T, d]
+    acts["Y"] = layer.norm2(acts["U"] + acts["FFN"])  # [B, T, d]
+    return acts["Y"], acts
+
+
+SHAPES = {"Q": "[B, T, d]", "K": "[B, T, d]", "V": "[B, T, d]", "scores": "[B, h, T, T]",
+          "A": "[B, h, T, T]", "heads": "[B, h, T, d_k]", "MHA": "[B, T, d]", "U": "[B, T, d]",
+          "hidden": "[B, T, f]", "FFN": "[B, T, d]", "Y": "[B, T, d]"}
+
+
+def main():
+    parser = lesson_parser(__file__, "Parameter counts of one encoder layer (weights only and full) "
+                           "and what grows when the sentence gets longer (Week 1, section 7).", try_it=[
+                               ("--short 250 --long 500", "doubling T quadruples the score entries"),
+                               ("--heads 1", "one head: the same parameters, 8 times fewer scores"),
+                               ("--heads 16", "16 heads: the same parameters, twice the scores"),
+                               ("--d-model 64 --d-ff 256 --heads 4 --long 1000",
+                                "a small layer on 1,000 words: the scores are most of the activations")])
+    parser.add_argument("--seed", type=SEED, default=42, help="torch seed for the weights and the words")
+    parser.add_argument("--d-model", type=int_range(1, 1024), default=512, help="d, numbers per word")
+    parser.add_argument("--d-ff", type=int_range(1, 4096), default=2048, help="f, FFN hidden width")
+    parser.add_argument("--heads", type=int_range(1, 64), default=8, help="h, attention heads")
+    parser.add_argument("--short", type=int_range(1, 4096), default=5, help="T of the short sentence")
+    parser.add_argument("--long", type=int_range(1, 4096), default=500, help="T of the long sentence")
+    args = parser.parse_args()
+    d, f, h, lengths = args.d_model, args.d_ff, args.heads, (args.short, args.long)
+    if d % h:
+        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+    if args.short >= args.long:
+        parser.error(f"--short {args.short} must be less than --long {args.long}")
+    T = args.long
+    check_size(parser, numbers=h * T * T + T * f,
+               work=T * (4 * d * d + 2 * d * f + 2 * T * d) + 4 * d * d + 2 * d * f)
+
+    torch.manual_seed(args.seed)
+    layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, dtype=torch.float64)
+    layer.eval()  # no dropout: the layer is a fixed function
+    matrices = [(name, p) for name, p in layer.named_parameters() if p.dim() == 2]
+    print(f"One encoder layer, torch.nn.TransformerEncoderLayer(d_model={d}, nhead={h}, dim_feedforward={f}):")
+    print("  its weight matrices (the 2-D parameters):")
+    for name, p in matrices:
+        print(f"    {name:<26}{str(list(p.shape)):<13}{PAGE_NAMES.get(name, '')}")
+    counts = {"weights only": ("4d^2 + 2df", weights_only(d, f), sum(p.numel() for _, p in matrices),
+                               "weight matrices"),
+              "fully counted": ("4d^2 + 2df + f + 9d", fully_counted(d, f), n_params(layer), "parameters")}
+    for label, (formula, by_formula, by_torch, what) in counts.items():
+        print(f"  {label + ':':<14} {formula:<19} = {by_formula:>11,}; torch's {what:<15} = {by_torch:>11,}")
+    print(f"  (biases and LayerNorms add f + 9d = {f + 9 * d:,} numbers: "
+          f"{(f + 9 * d) / fully_counted(d, f):.1%} of the layer)")
+
+    params, acts, outputs = {}, {}, {}
+    with torch.no_grad():
+        for T in lengths:
+            X = torch.randn(1, T, d, dtype=torch.float64)  # [B, T, d]: one sentence of T words
+            outputs[T], acts[T] = encoder_layer_by_hand(X, layer)
+            params[T] = n_params(layer)  # counted again after the run
+            if T == args.short:
+                gap = (outputs[T] - layer(X)).abs().max().item()
+    short, long = lengths
+    print(f"\nThe same layer run by hand on one sentence (B=1) of {short} and of {long} words:")
+    print(f"  {'':<26}{f'T={short}':>12}{f'T={long}':>14}  grows")
+    print(f"  {'parameters':<26}{params[short]:>12,}{params[long]:>14,}  {times(params[long], params[short])}")
+    for name, shape in SHAPES.items():
+        n_short, n_long = acts[short][name].numel(), acts[long][name].numel()
+        print(f"  {name + ' ' + shape:<26}{n_short:>12,}{n_long:>14,}  {times(n_long, n_short)}")
+    total = {T: sum(a.numel() for a in acts[T].values()) for T in lengths}
+    print(f"  {'all activations':<26}{total[short]:>12,}{total[long]:>14,}  {times(total[long], total[short])}")
+    share = {T: sum(acts[T][n].numel() for n in ("scores", "A")) / total[T] for T in lengths}
+    print(f"  (scores and A, one number per pair of words and head, are {share[short]:.0%} of the "
+          f"activations at T={short} and {share[long]:.0%} at T={long})")
+    print(f"  output Y: {list(outputs[short].shape)} and {list(outputs[long].shape)}: one vector of d numbers "
+          "per word")
+    print(f"max |by hand - torch layer| ({short} words)={gap:.8f}")
+
+    formulas_ok = all(by_formula == by_torch for _, by_formula, by_torch, _ in counts.values())
+    print("\nClaim: weights only 4d^2 + 2df; fully counted (as PyTorch) 4d^2 + 2df + f + 9d.")
+    print("Verdict: as the page says" if formulas_ok else "Verdict: CONTRADICTS THE PAGE (a count differs)")
+    same_params = params[short] == params[long]
+    by_hand = gap <= SAME
+    pairs = [name for name, shape in SHAPES.items() if shape.endswith("T, T]")]  # one number per pair of words
+    quadratic = all(acts[long][n].numel() * short ** 2 == acts[short][n].numel() * long ** 2 for n in pairs)
+    linear = all(acts[long][n].numel() * short == acts[short][n].numel() * long
+                 for n in SHAPES if n not in pairs)
+    print(f"Claim: length changes activations, not parameters; the scores grow like T^2 "
+          f"({times(long, short)} words: scores {times(long ** 2, short ** 2)}, the rest {times(long, short)}).")
+    print("Verdict: as the page says" if same_params and by_hand and quadratic and linear else
+          f"Verdict: CONTRADICTS THE PAGE (same parameters: {same_params}; by hand = torch's layer: {by_hand}; "
+          f"scores like T^2: {quadratic}; the rest like T: {linear})")
+    # The weights are shared by every position, so one set serves any length; the scores
+    # hold one number per pair of words per head, so they are what long sentences fill up.
+
+
+if __name__ == "__main__":
+    main()
