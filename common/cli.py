@@ -12,8 +12,8 @@ from pathlib import Path
 from common import REPO_ROOT
 
 # What one run may hold and do. A run over either limit is refused before it starts.
-MAX_NUMBERS = 20_000_000  # numbers in the largest array: 160 MB in float64, so a few live
-#                           copies stay well under 1 GB
+MAX_NUMBERS = 32_000_000  # numbers in the largest array: 256 MB in float64, so the few live
+#                           copies a lesson holds stay under 1 GB
 MAX_WORK = 2_000_000_000  # multiply-adds in the whole run: a few seconds on a laptop CPU
 
 
@@ -118,7 +118,7 @@ def check_size(parser, numbers=0, work=0):
     """Refuse, as a usage error, a run whose largest array or total work is over the limit."""
     if numbers > MAX_NUMBERS:
         parser.error(f"these sizes need an array of {numbers:,} numbers; the limit is "
-                     f"{MAX_NUMBERS:,} (about 160 MB): choose smaller sizes")
+                     f"{MAX_NUMBERS:,} (about 256 MB): choose smaller sizes")
     if work > MAX_WORK:
         parser.error(f"these sizes need about {work:,} multiply-adds; the limit is {MAX_WORK:,} "
                      "(a few seconds): choose smaller sizes")
