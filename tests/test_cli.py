@@ -37,6 +37,7 @@ BAD_ARGS = {
     "week2/09_worked_examples": ["--verbose"],
     "week2/10_eli5_causal_self_attention": ["--seq", "0"],
     "week2/11_mistakes_shown": ["--seed"],
+    "week2/12_train_tiny_transformer": ["--task", "sort"],
     "week2/13_count_without_biases": ["--heads", "3"],
     "week2/14_positions_beyond_training": ["--d-model", "5"],
     "week2/15_residual_gradient_depth": ["--scale", "4"],
