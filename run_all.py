@@ -11,7 +11,8 @@ Each script runs in a process of its own, in a scratch working directory, with a
 environment (MPLBACKEND=Agg, PYTHONHASHSEED=0, UTF-8 I/O) and a timeout. By default the
 processes are forked from a server that has already imported numpy, torch and matplotlib
 (importing torch is most of a script's run time); --fresh starts a new interpreter per
-script instead, exactly as `python week1/01_attention_from_scratch.py` does.
+script instead, exactly as `python week1/01_attention_from_scratch.py` does. Where the OS
+cannot fork (Windows), every run is a fresh one.
 
 Comparison is exact, line by line, with one documented exception: rounding noise. A line
 of the form `max |A - B|=<number>` reports how far apart two computations of the same
@@ -45,6 +46,8 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+
+from common.cli import shown
 
 ROOT = Path(__file__).resolve().parent
 NOISE_CEILING = 1e-6
@@ -167,6 +170,7 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False):
     """Run jobs [(path, argv), ...], up to `workers` at once; return a Result per job, in order."""
     os.environ.update(FIXED_ENV)  # read by the fork server and by fresh interpreters alike
     workers = workers or os.cpu_count() or 1
+    fresh = fresh or "forkserver" not in multiprocessing.get_all_start_methods()  # Windows: no fork
     if not fresh:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
@@ -203,16 +207,9 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False):
 
 # ---------------------------------------------------------------- the command line
 
-def shown(path):
-    """A path as a learner types it from the current directory (relative inside the repo)."""
-    path = os.path.abspath(path)
-    inside = all(os.path.commonpath([p, ROOT]) == str(ROOT) for p in (path, os.getcwd()))
-    return os.path.relpath(path) if inside else path
-
-
 def this_python():
     """The command that runs run_all.py with this interpreter, from here."""
-    return f"{shown(sys.executable)} {shown(ROOT / 'run_all.py')}"
+    return f"{shown(sys.executable, ROOT)} {shown(ROOT / 'run_all.py', ROOT)}"
 
 
 def resolve(raw, scripts, root):

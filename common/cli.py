@@ -71,17 +71,20 @@ def png_path(text):
     return path
 
 
-def _shown(path):
-    """A path as a learner should type it from where they are: relative to the current
-    directory when both are inside the repo, absolute otherwise."""
+def shown(path, root=REPO_ROOT):
+    """A path as a learner types it from the current folder: relative when both are inside
+    the repo (`root`), absolute otherwise (also across Windows drives)."""
     path, here = os.path.abspath(path), os.getcwd()  # abspath keeps a venv's symlink
-    inside = all(os.path.commonpath([p, REPO_ROOT]) == str(REPO_ROOT) for p in (path, here))
+    try:
+        inside = all(os.path.commonpath([p, root]) == str(root) for p in (path, here))
+    except ValueError:  # another drive
+        inside = False
     return os.path.relpath(path) if inside else path
 
 
 def command(script):
     """How to run `script` with this interpreter, from the current directory."""
-    return f"{shlex.quote(_shown(sys.executable))} {shlex.quote(_shown(script))}"
+    return f"{shlex.quote(shown(sys.executable))} {shlex.quote(shown(script))}"
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -96,7 +99,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
             if isinstance(default, list):
                 default = " ".join(map(str, default))
             elif isinstance(default, Path):
-                default = _shown(default)
+                default = shown(default)
             extras.append(f"default {default}")
         return f"{action.help} ({'; '.join(extras)})" if extras else action.help
 
