@@ -107,6 +107,7 @@ def test_eli5_block_wirings_match_torch_encoder_layer(d, h, f, seq):
     layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
     ffn = nn.Sequential(layer.linear1, nn.ReLU(), layer.linear2)
     block = eli5.TransformerBlock(d, eli5.CausalSelfAttention(layer.self_attn), ffn).double().eval()
+    eli5.give_norms_their_own_values(block, layer)
     causal = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)
     with torch.no_grad():
         layer.norm_first = True
@@ -114,3 +115,6 @@ def test_eli5_block_wirings_match_torch_encoder_layer(d, h, f, seq):
         layer.norm_first = False
         torch.testing.assert_close(eli5.post_norm(block, x), layer(x, src_mask=causal), rtol=0, atol=1e-12)
     assert count(block) == count(layer) == 4 * d * d + 2 * d * f + f + 9 * d
+    block.norm1, block.norm2 = block.norm2, block.norm1  # a LayerNorm in the wrong place shows
+    with torch.no_grad():
+        assert (eli5.post_norm(block, x) - layer(x, src_mask=causal)).abs().max() > 1e-3

@@ -43,6 +43,11 @@ def torch_weights_turned_over(x_q, x_kv):
     return W1.torch_weights(x_q, x_kv).transpose(-1, -2)
 
 
+def scaling_switch_ignored(d, scaled):
+    """torch's layer whose scaling switch does nothing: the measurement must notice."""
+    return W1.torch_attention_layer(d, True)
+
+
 def column_vector_convention(concat, W_O):
     """W^O from the left on a column vector: W^O^T [2, 4] @ concat^T [4, 1] gives a [2, 1] column."""
     return W_O.T @ concat.T
@@ -87,7 +92,8 @@ CASES = {
     ("week1", 8): (seeded(W1.are_rows_flat), W1.sdpa, [W1.flattening_scale]),
     ("week1", 9): (seeded(W1.what_makes_rows_add_up), W1.torch_scaling_switch, [W1.scaling_that_normalizes]),
     ("week1", 10): (seeded(W1.largest_weight), W1.sdpa, [W1.spread_scaling]),
-    ("week1", 11): (seeded(W1.what_scaling_costs), W1.torch_attention_layer, [W1.learned_scale_layer]),
+    ("week1", 11): (seeded(W1.what_scaling_costs), W1.torch_attention_layer,
+                    [W1.learned_scale_layer, scaling_switch_ignored]),
     ("week1", 12): (W1.weights_as_heads_grow, W1.torch_heads, [W1.full_width_heads]),
     ("week1", 13): (W1.where_W_O_goes, W1.torch_out_proj, [W1.W_O_on_the_left, column_vector_convention]),
     ("week1", 14): (seeded(W1.which_outputs_move), W1.torch_ffn, [W1.neighbour_ffn]),

@@ -46,4 +46,10 @@ def test_whole_values_only():
 
 @pytest.mark.parametrize(("script", "token"), QUOTED_TOKENS)
 def test_page_value_is_printed(outputs, script, token):
-    assert printed_as_a_whole(token, outputs[script.removesuffix(".py")].stdout)
+    printed = outputs[script.removesuffix(".py")].stdout
+    if re.fullmatch(r"0\.0{5}\d\d", token):  # a rounding-noise value: judged, not compared
+        noise = [run_all.noise_value(line) for line in printed.splitlines()]
+        assert float(token) <= run_all.NOISE_CEILING
+        assert any(n and float(n[1]) <= run_all.NOISE_CEILING for n in noise), "no noise line printed"
+    else:
+        assert printed_as_a_whole(token, printed)

@@ -62,8 +62,8 @@ def main():
     print("  (h heads of width d/h still make d x d numbers per projection, so h is not in the formula)")
 
     stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
-    print(f"{args.layers} layers={n_params(stack):,} "
-          f"({args.layers} x {total:,}: every layer has its own weights)")
+    print(f"{args.layers} layers={n_params(stack):,}; {args.layers} x {total:,}={args.layers * total:,}; "
+          f"equal={n_params(stack) == args.layers * total} (every layer has its own weights)")
     print(f"FFN / MHA={ffn / mha:.2f}")
     # The FFN, each token's private "brain", holds about twice the numbers of attention.
 

@@ -13,7 +13,10 @@ place is the only difference.
 Setup: 3 words, d_model 4, one causal attention head, FFN width 16 ("the FFN widens and
 folds it back"). torch.manual_seed(42), then the words' embeddings, then a torch
 TransformerEncoderLayer whose sublayers the ELI5 block re-uses, so the two wirings can be
-checked against torch's own norm_first=True and norm_first=False paths. Everything then
+checked against torch's own norm_first=True and norm_first=False paths. The block's two
+LayerNorms get random gamma and beta (as after training; fresh ones are 1 and 0, which
+would make LN1 and LN2 interchangeable and a LayerNorm in the wrong place invisible), and
+torch's layer gets the same ones. Everything then
 runs in float64, so that the printed 'sat' numbers are the same on every CPU (in float32
 their last digit could depend on the CPU's kernels).
 """
@@ -68,6 +71,16 @@ def post_norm(block, x):
     return block.norm2(u + block.ffn(u))
 
 
+def give_norms_their_own_values(block, torch_layer):
+    """Random gamma and beta for the block's LN1 and LN2, copied into torch's layer, so
+    that each LayerNorm is told apart from the other by what it does."""
+    with torch.no_grad():
+        for mine, theirs in ((block.norm1, torch_layer.norm1), (block.norm2, torch_layer.norm2)):
+            mine.weight.uniform_(0.5, 1.5)  # gamma
+            mine.bias.uniform_(-0.5, 0.5)  # beta
+            theirs.load_state_dict(mine.state_dict())
+
+
 def grid(t):
     return " x ".join(map(str, t.shape[-2:]))
 
@@ -100,6 +113,7 @@ def main():
     attention = CausalSelfAttention(torch_layer.self_attn)
     ffn = nn.Sequential(torch_layer.linear1, nn.ReLU(), torch_layer.linear2)  # widen to f, fold back
     block = TransformerBlock(d, attention, ffn).double().eval()
+    give_norms_their_own_values(block, torch_layer)
 
     with torch.no_grad():
         normed = block.norm1(x)

@@ -144,6 +144,9 @@ def main():
     print(f"\nThe same layer run by hand on one sentence (B=1) of {short} and of {long} words:")
     print(f"  {'':<26}{f'T={short}':>12}{f'T={long}':>14}  grows")
     print(f"  {'parameters':<26}{params[short]:>12,}{params[long]:>14,}  {times(params[long], params[short])}")
+    table = {T: n_params(nn.Embedding(T, d, device="meta")) for T in lengths}  # the page's "unless"
+    print(f"  {'a learned position table':<26}{table[short]:>12,}{table[long]:>14,}  {times(table[long], table[short])}"
+          "  (one row per position: the exception the page names; sinusoids need none)")
     for name, shape in SHAPES.items():
         n_short, n_long = acts[short][name].numel(), acts[long][name].numel()
         print(f"  {name + ' ' + shape:<26}{n_short:>12,}{n_long:>14,}  {times(n_long, n_short)}")

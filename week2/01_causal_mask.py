@@ -25,6 +25,8 @@ from common.maths import softmax
 from common.printing import vec
 
 import numpy as np
+import torch
+import torch.nn as nn
 
 SCORES = np.array([[0.9, 0.3, 1.5, 0.2],  # row i: query i's raw scores q_i . k_j / sqrt(d_k)
                    [0.2, 1.0, 0.6, 1.4],
@@ -94,6 +96,13 @@ def main():
         print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
     print(f"summed future weight={weights[mask == 1].sum()}")
     print("  (all the weight on blocked cells, added up: exactly zero, because exp(-inf) = 0)")
+
+    # The same with torch's own pieces: the mask nn.Transformer builds, and torch's softmax.
+    torch_mask = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)  # -inf = blocked
+    torch_weights = torch.softmax(torch.from_numpy(scores) + torch_mask, dim=-1).numpy()
+    print(f"torch's generate_square_subsequent_mask blocks the same cells: "
+          f"{bool(((torch_mask == -np.inf).numpy() == (mask == 1)).all())}")
+    print(f"max |these weights - torch softmax(scores + torch's mask)|={np.abs(weights - torch_weights).max():.8f}")
 
     # The wrong way: leave the scores alone and zero the future *values* instead. The
     # future scores still sit in the softmax denominator and take their share.

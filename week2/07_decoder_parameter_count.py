@@ -63,8 +63,8 @@ def main():
     print(f"decoder layer formula={total:,}; torch count={n_params(layer):,}; "
           f"equal={total == n_params(layer)}")
     stack = nn.TransformerDecoder(layer, args.layers)  # deep copies: each layer its own weights
-    print(f"{args.layers} layers={n_params(stack):,} ({args.layers} x {total:,}; "
-          "embeddings and the output layer not included)")
+    print(f"{args.layers} layers={n_params(stack):,}; {args.layers} x {total:,}={args.layers * total:,}; "
+          f"equal={n_params(stack) == args.layers * total} (embeddings and the output layer not included)")
     encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
     extra = n_params(layer) - n_params(encoder_layer)
     cross, norm3 = n_params(layer.multihead_attn), n_params(layer.norm3)  # what the encoder layer lacks

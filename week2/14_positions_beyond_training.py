@@ -14,7 +14,7 @@ every position up to --up-to: every entry lies in [-1, 1]; the squared length is
 sin^2 + cos^2 = 1 per pair); and PE(p + k) = R(k) PE(p), where R(k) turns pair i by the
 angle k w_i and is built from k alone. A tag that is just the position number scaled to
 the training length, p / (L - 1), is measured with the same code for contrast: it leaves
-[-1, 1] as soon as p passes the training length.
+[-1, 1] as soon as p passes the training length, and R(k) does not relate its tags.
 
 Setup (choices the page does not give): d = 4, the page's hand-check width; training
 sentences of up to 50 words, so positions 0..49 were seen; every position up to 100,000
@@ -140,23 +140,28 @@ def main():
     print(f"   the index tag is 1 at the last seen position and {up_to / (seen - 1):,.4f} at "
           f"position {up_to:,}: a value training never showed)")
 
-    gaps = {}
+    gaps, index_gaps = {}, {}
+    index = index_tag(positions, d, seen)  # the contrast, measured the same way
     for k in args.offset:
         p = positions[seen: up_to + 1 - k]  # p and p + k both unseen
         gaps[k] = np.abs(pe[p + k] - pe[p] @ rotation(k, d).T).max()
+        index_gaps[k] = np.abs(index[p + k] - index[p] @ rotation(k, d).T).max()
         print(f"max |PE(p+{k}) - R({k}) PE(p)|={gaps[k]:.8f}")
     print(f"  (over every unseen p with p + k <= {up_to:,}; R(k) is built from k alone)")
+    print("  the same check on the index tag: |tag(p+k) - R(k) tag(p)| reaches "
+          + ", ".join(f"{index_gaps[k]:,.4f} for k={k}" for k in args.offset))
 
     sq_len = (pe ** 2).sum(axis=1)
     sinusoid_ok = bounded["sinusoidal"] and np.abs(sq_len - d / 2).max() < TOLERANCE and \
         max(gaps.values()) < TOLERANCE
-    index_leaves = not bounded[f"index p/{seen - 1}"]
+    index_leaves = not bounded[f"index p/{seen - 1}"] and min(index_gaps.values()) > TOLERANCE
     if sinusoid_ok and index_leaves:
         print("Verdict: as the page says: unseen positions get tags in [-1, 1], of squared length d/2,")
-        print(f"  related by the same rotations (gaps below {TOLERANCE:g}); the index tag leaves [-1, 1]")
+        print(f"  related by the same rotations (gaps below {TOLERANCE:g}); the index tag leaves [-1, 1]"
+              " and no rotation relates it")
     else:
         print(f"Verdict: CONTRADICTS THE PAGE: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
-              f"index tag leaves [-1, 1]: {index_leaves}")
+              f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}")
     # Computable is not the same as useful: a model trained on positions 0..49 has never
     # seen these tags, and whether it handles them well has to be measured, not assumed.
     return 0 if sinusoid_ok and index_leaves else 1

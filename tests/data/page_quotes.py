@@ -3,7 +3,9 @@ pages quote, kept as test data (source: week1_eli12.txt and week2_eli12.txt).
 
 LINES: exact lines the pages quote from a script's run (code blocks, verbatim).
 TOKENS: values the pages quote inside rendered tables or prose; each must appear
-in the script's stdout (whitespace removed before matching).
+in the script's stdout as a whole value. A quoted rounding-noise value (such as
+0.00000011, "matched the formula to 0.00000011") is judged like a noise line: the script
+must print a `max |A - B|=` line, and both values must be at most the check's ceiling.
 """
 LINES = {
     "week1/01_attention_from_scratch.py": [
