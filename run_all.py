@@ -215,7 +215,7 @@ def this_python():
 def resolve(raw, scripts, root):
     """A script name as a shell gives it: week2/03_sinusoidal_pe, ./week2/03_sinusoidal_pe.py,
     an absolute path, a bare 03_sinusoidal_pe when only one week has it, or week2/03 for
-    short. None if unknown or ambiguous."""
+    short. None if unknown; a list of the candidates if it names several."""
     text = raw.replace("\\", "/").removesuffix(".py")
     candidates = [text.removeprefix("./").strip("/")]
     try:
@@ -227,9 +227,10 @@ def resolve(raw, scripts, root):
             return name
     for guess in (candidates[0], candidates[0] + "_"):  # a bare name, or just its number: week1/08
         found = [name for name in scripts if name.split("/")[-1] == guess
-                 or (guess.endswith("_") and (name + "_").startswith(guess))]
-        if len(found) == 1:
-            return found[0]
+                 or (guess.endswith("_") and any((part + "_").startswith(guess)
+                                                 for part in (name, name.split("/")[-1])))]
+        if found:
+            return found[0] if len(found) == 1 else found
     return None
 
 
@@ -237,12 +238,14 @@ def select(parser, names, pattern, scripts, root=ROOT):
     chosen = []
     for raw in names:
         name = resolve(raw, scripts, root)
+        if isinstance(name, list):
+            parser.error(f"{raw!r} names {len(name)} scripts: {', '.join(name)}; give the week too, e.g. {name[0]}")
         if name is None:
             close = difflib.get_close_matches(raw.removesuffix(".py").strip("./"), scripts, n=1, cutoff=0.5)
             close = close or difflib.get_close_matches(
                 raw.removesuffix(".py").split("/")[-1], [n.split("/")[-1] for n in scripts], n=1, cutoff=0.5)
             hint = f"did you mean {close[0]}? " if close else ""
-            parser.error(f"unknown script {raw!r}: {hint}(--list shows the names)")
+            parser.error(f"unknown script {raw!r}; {hint}--list shows the names")
         chosen.append(name)
     chosen = chosen or list(scripts)
     if pattern:
@@ -319,7 +322,9 @@ def main(argv=None, root=ROOT, out=sys.stdout):
         problem = None
         golden, kept = golden_path(name, root), actual_path(name, root)
         if r.returncode is None:
-            problem = f"TIMEOUT {name}: still running after {args.timeout:g} s, killed"
+            problem = (f"TIMEOUT {name}: still running after {args.timeout:g} s, killed\n"
+                       f"  What next: run it alone to see where it stops: {shown(sys.executable, ROOT)} "
+                       f"{shown(scripts[name], ROOT)}; on a slow machine, give it longer: --timeout SECONDS")
         elif r.returncode != 0:
             tail = "\n".join("    " + line for line in r.stderr.rstrip().splitlines()[-8:])
             problem = f"CRASH {name}: exit status {r.returncode}\n{tail}"

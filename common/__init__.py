@@ -3,9 +3,11 @@
 The lessons themselves (attention, masks, counts, ...) live in the scripts, not here.
 
 Importing `common` (every script does, before numpy and torch) also turns a missing
-numpy, torch or matplotlib into one line that says how to set up, instead of a traceback.
+numpy, torch or matplotlib into one line that says how to set up, instead of a traceback,
+and lets a script piped into `head` stop quietly.
 """
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -32,3 +34,5 @@ def _missing_package_hint(kind, error, traceback):
 
 
 sys.excepthook = _missing_package_hint
+if hasattr(signal, "SIGPIPE"):  # `python script.py | head` ends quietly, as any command-line tool does
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -117,11 +117,20 @@ def lesson_parser(script, description, try_it):
     return parser
 
 
+def at_defaults(parser, args, ignore=("figure",)):
+    """True when every knob (but those in `ignore`) has its default value: the page's setup."""
+    return all(value == parser.get_default(name) for name, value in vars(args).items() if name not in ignore)
+
+
 def check_size(parser, numbers=0, work=0):
-    """Refuse, as a usage error, a run whose largest array or total work is over the limit."""
+    """Refuse, as a usage error, a run whose largest array or total work is over the limit,
+    naming the size flags that can bring it down."""
+    knobs = [action.option_strings[-1] for action in parser._actions
+             if isinstance(action.type, _Range) and action.type.kind is int and action.dest != "seed"]
+    fix = f": make one of {', '.join(knobs)} smaller" if knobs else ": choose smaller sizes"
     if numbers > MAX_NUMBERS:
         parser.error(f"these sizes need an array of {numbers:,} numbers; the limit is "
-                     f"{MAX_NUMBERS:,} (about 256 MB): choose smaller sizes")
+                     f"{MAX_NUMBERS:,} (about 256 MB){fix}")
     if work > MAX_WORK:
         parser.error(f"these sizes need about {work:,} multiply-adds; the limit is {MAX_WORK:,} "
-                     "(a few seconds): choose smaller sizes")
+                     f"(a few seconds){fix}")

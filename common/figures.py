@@ -6,6 +6,7 @@ other knobs never does: it saves only where --figure says."""
 from pathlib import Path
 
 from common import REPO_ROOT
+from common.cli import at_defaults
 
 import matplotlib
 
@@ -20,9 +21,7 @@ def figure_path(parser, args, default):
     knob has its default value; else None (not saved, so a committed figure stays as it is)."""
     if args.figure is not None:
         return args.figure
-    changed = [name for name, value in vars(args).items()
-               if name != "figure" and value != parser.get_default(name)]
-    return None if changed else default
+    return default if at_defaults(parser, args) else None
 
 
 def save_figure(fig, path):

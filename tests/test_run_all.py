@@ -48,7 +48,7 @@ def test_every_fault_is_named_and_the_run_fails(repo):
     assert "DIFF week9/02_drifted" in out and "-a=1\n+a=2" in out
     assert (repo / "build/actual/week9/02_drifted.txt").read_text() == "a=2\n"
     assert "CRASH week9/03_crash: exit status 1" in out and "RuntimeError: broken lesson" in out
-    assert "TIMEOUT week9/04_slow" in out
+    assert "TIMEOUT week9/04_slow" in out and "--timeout SECONDS" in out
     assert "NO GOLDEN FILE week9/05_no_golden" in out
     assert out.splitlines()[-1] == "1 passed, 4 failed"
 
@@ -114,6 +114,15 @@ def test_a_typo_gets_the_closest_name(repo, capsys):
         run(repo, "week9/01_godo")
     assert exc.value.code == 2
     assert "did you mean week9/01_good?" in capsys.readouterr().err
+
+
+def test_a_name_in_both_weeks_asks_for_the_week(repo, capsys):
+    (repo / "week8").mkdir()
+    (repo / "week8" / "01_good.py").write_text("print('a=1')\n")
+    with pytest.raises(SystemExit) as exc:
+        run(repo, "01_good")
+    assert exc.value.code == 2
+    assert "'01_good' names 2 scripts: week8/01_good, week9/01_good" in capsys.readouterr().err
 
 
 def test_pattern_ignores_case(repo):

@@ -36,6 +36,8 @@ def main():
     check_size(parser, numbers=args.pairs * max(args.d_k), work=args.pairs * sum(args.d_k))
 
     rng = np.random.default_rng(args.seed)
+    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
+          "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
     for d_k in args.d_k:
         q = rng.standard_normal((args.pairs, d_k))  # [pairs, d_k], mean 0, variance 1
         k = rng.standard_normal((args.pairs, d_k))  # [pairs, d_k]

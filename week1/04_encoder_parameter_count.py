@@ -56,15 +56,16 @@ def main():
     if (d, f) == (512, 2048):  # the shorthand is about the paper's base layer only
         print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
               "original paper's base layer count is approximate.")
-    one_head = n_params(nn.TransformerEncoderLayer(d, 1, f, device="meta"))
-    print(f"heads: h={h} (each head {d // h} wide) counts {counted:,}; h=1 (one head {d} wide) "
-          f"counts {one_head:,}; same: {counted == one_head}")
+    other_h = 1 if h != 1 else d  # compare with one wide head, or (for h = 1) with d heads of width 1
+    other = n_params(nn.TransformerEncoderLayer(d, other_h, f, device="meta"))
+    print(f"heads: h={h} (each head {d // h} wide) counts {counted:,}; h={other_h} (each head "
+          f"{d // other_h} wide) counts {other:,}; same: {counted == other}")
     print("  (h heads of width d/h still make d x d numbers per projection, so h is not in the formula)")
 
     stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
     print(f"{args.layers} layers={n_params(stack):,}; {args.layers} x {total:,}={args.layers * total:,}; "
           f"equal={n_params(stack) == args.layers * total} (every layer has its own weights)")
-    print(f"FFN / MHA={ffn / mha:.2f}")
+    print(f"FFN / MHA={ffn / mha:.2f} (the FFN holds {ffn / mha:.2f} times as many numbers as attention)")
     # The FFN, each token's private "brain", holds about twice the numbers of attention.
 
 

@@ -45,7 +45,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, float_range, int_range, lesson_parser, png_path
+from common.cli import SEED, at_defaults, check_size, float_range, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
 
 import torch
@@ -181,7 +181,8 @@ def main():
 
     chain = all(r[0] == length for length, r in zip(Ts, rnn, strict=True)) and all(a[0] == 1 for a in att)
     print("\nClaim: the RNN needs T steps one after another, attention 1 (path length O(T) vs O(1)).")
-    print("Verdict: as the page says" if chain else "Verdict: CONTRADICTS THE PAGE")
+    miss = "CONTRADICTS THE PAGE" if at_defaults(parser, args) else "NOT THE PAGE'S PICTURE at these settings"
+    print("Verdict: as the page says" if chain else f"Verdict: {miss}")
     fades = rnn[-1][1] < FADED * rnn[0][1]
     direct = all(1 / FACTOR <= a[2] <= FACTOR for a in att)
     print("Claim: along the RNN's chain word 1's signal fades; through attention word 1 counts like any word.")
@@ -189,7 +190,7 @@ def main():
     print(f"  attention: word 1 / average word {min(a[2] for a in att):.2f}..{max(a[2] for a in att):.2f} "
           f"over all T (like any word if within a factor {FACTOR} of 1)")
     print("Verdict: as the page says" if fades and direct else
-          f"Verdict: CONTRADICTS THE PAGE (RNN fades: {fades}; attention direct: {direct})")
+          f"Verdict: {miss} (RNN fades: {fades}; attention direct: {direct})")
     # Attention's size falls only like 1/T because T words share its weights; the RNN's
     # falls by a factor at every step, because word 1 has to pass through all of them.
 

@@ -73,7 +73,7 @@ def plot(widths, T, results):
     for name, rows in results.items():
         left.plot(widths, [r[0] for r in rows], **style[name])
         right.plot(widths, [r[1] for r in rows], **style[name])
-    even = dict(color="0.4", linestyle="--", label=f"all {T} weights equal (1/T each)")
+    even = dict(color="0.4", linestyle="--", label=f"all {T} weights equal: weight 1/T, gradient sqrt(T-1)/T")
     left.axhline(1, color="0.4", linestyle=":", label="one-hot")
     left.axhline(1 / T, **even)
     right.axhline(math.sqrt(T - 1) / T, **even)

@@ -85,7 +85,8 @@ def main():
     print(f"plain cross-entropy (no smoothing)={F.cross_entropy(z[None], torch.tensor([gold])).item():.8f}")
 
     q5 = smoothed_target(5, 2, 0.1)  # the page's hand-check: V = 5, gold 3rd
-    print(f"V=5 hand-check, gold 3rd: target={vec(q5, 2)}; sum={q5.sum().item():.2f}")
+    print(f"the page's V=5 hand-check (epsilon 0.1, whatever the flags): gold 3rd: target={vec(q5, 2)}; "
+          f"sum={q5.sum().item():.2f}")
 
     other = gold_exact_target(V, gold, epsilon)
     other_loss = -(other * torch.log_softmax(z, dim=-1)).sum()

@@ -393,8 +393,9 @@ def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
             ax.add_patch(plt.Rectangle((j - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
         ax.set_xticks(range(n), cols)
         ax.set_yticks(range(n), rows)
-        ax.set_xlabel("source position (what the encoder read)")
         ax.set_title(title, fontsize=10)
+    axes[0].set_xlabel("source: the digits the encoder read, in order")
+    axes[1].set_xlabel("source position (0 = the first digit read)")
     axes[0].set_ylabel("target position (the word being written)")
     fig.colorbar(image, ax=axes, label="cross-attention weight (each row sums to 1)", shrink=0.8)
     where = f"source position L - 1 - t = {n - 2} - t, the mirror" if task == "reverse" else "source position t"
@@ -446,7 +447,7 @@ def main():
     print(f"  decoder input (shifted): {words(shift_right(tgt0[None])[0])}")
     print(f"  labels:                  {words(tgt0)}")
     print(f"model: d_model={D_MODEL}, h={HEADS} heads, d_ff={D_FF}, 1 encoder layer + 1 decoder layer, post-LN; "
-          f"{n_params(build_model(args.seed)):,} weights")
+          f"{n_params(build_model(args.seed)):,} parameters")
     print(f"training: {steps} steps of {BATCH} fresh pairs, Adam, lr = {LR_SCALE} * d^-0.5 * min(s^-0.5, s * w^-1.5) "
           f"with w={WARMUP} (peak {learning_rate(WARMUP):.4f} at step {WARMUP})")
     print(f"label smoothing eps={EPSILON}: the loss can never go below the entropy of q, {floor:.4f} (the floor)")
@@ -458,7 +459,8 @@ def main():
 
     print("\ntraining loss (label-smoothed, teacher forced):")
     print(f"  step 1, before any update: {losses[0]:.2f} (a uniform guess over the {V} tokens would score "
-          f"ln {V} = {math.log(V):.2f})")
+          f"ln {V} = {math.log(V):.2f}" + ("; random starting weights guess unevenly, and mostly wrong)"
+                                          if losses[0] > math.log(V) else ")"))
     for at, below, what in ((100, 1.2, "below 1.20"), (steps, floor + 0.01, "within 0.01 of the floor")):
         if at <= steps:
             print(f"  mean of steps {at - 19}-{at}: {what}: {yes(np.mean(losses[at - 20:at]) < below)}")
