@@ -66,6 +66,13 @@ class Ledger:
     def section(self, title):
         print(f"\n{title}")
 
+    def two_worlds(self, title, real_things):
+        """The heading of a mistakes script: what each belief's experiment does."""
+        print(title)
+        print("Each belief gets one measurement, run twice: in the page's world (the real thing:")
+        print(f"torch's own {real_things}) and in a world where the belief is true.")
+        print("The verdict comes from what the measurement saw in the two worlds.")
+
     def check(self, what, value, page, page_error=None):
         """Print the computed value at the page's precision beside the page's value.
         page_error: why the page's value is known to be wrong (shown, not counted as a failure)."""

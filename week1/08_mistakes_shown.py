@@ -625,10 +625,7 @@ def main():
                         help="seed of every random draw (the inputs and torch's starting weights)")
     seed = parser.parse_args().seed
     ledger = Ledger()
-    print("Week 1: mistakes people make, tested")
-    print("Each belief gets one measurement, run twice: in the page's world (the real thing:")
-    print("torch's own attention, layers and gradients) and in a world where the belief is true.")
-    print("The verdict comes from what the measurement saw in the two worlds.")
+    ledger.two_worlds("Week 1: mistakes people make, tested", "attention, layers and gradients")
 
     ledger.section("Section 2: looking back (Bahdanau attention)")
     ledger.belief(1, "attention weights are spread over the decoder states",

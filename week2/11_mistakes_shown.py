@@ -592,10 +592,7 @@ def main():
                         help="seed of every random draw (the inputs and torch's starting weights)")
     seed = parser.parse_args().seed
     ledger = Ledger()
-    print("Week 2: mistakes people make, tested")
-    print("Each belief gets one measurement, run twice: in the page's world (the real thing:")
-    print("torch's own attention, layers, loss and optimizer) and in a world where the belief is true.")
-    print("The verdict comes from what the measurement saw in the two worlds.")
+    ledger.two_worlds("Week 2: mistakes people make, tested", "attention, layers, loss and optimizer")
 
     ledger.section("Section 1: teacher forcing")
     ledger.belief(1, "teacher forcing removes the train/inference mismatch",
