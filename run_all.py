@@ -47,6 +47,7 @@ import traceback
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import OUTPUT_ROOT
 from common.cli import shown
 
 ROOT = Path(__file__).resolve().parent
@@ -166,9 +167,19 @@ def _read(file):
     return Path(file).read_text(encoding="utf-8", errors="replace")
 
 
-def run_scripts(jobs, timeout=120.0, workers=None, fresh=False):
+def check_folder(root=ROOT):
+    """The check's working folder, build/check/: every script runs there, and a default run
+    writes its figure there (at the same relative place as in the repo) instead of over
+    the committed copy."""
+    return root / "build" / "check"
+
+
+def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
     """Run jobs [(path, argv), ...], up to `workers` at once; return a Result per job, in order."""
-    os.environ.update(FIXED_ENV)  # read by the fork server and by fresh interpreters alike
+    cwd = check_folder(root)
+    cwd.mkdir(parents=True, exist_ok=True)
+    # read by the fork server and by fresh interpreters alike
+    os.environ.update({**FIXED_ENV, OUTPUT_ROOT: str(cwd)})
     workers = workers or os.cpu_count() or 1
     fresh = fresh or "forkserver" not in multiprocessing.get_all_start_methods()  # Windows: no fork
     if not fresh:
@@ -176,8 +187,6 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False):
         context.set_forkserver_preload(PRELOAD)
     results = [None] * len(jobs)
     with tempfile.TemporaryDirectory(prefix="run_all_") as scratch:
-        cwd = os.path.join(scratch, "cwd")
-        os.mkdir(cwd)
         pending, running = list(enumerate(jobs)), {}
         while pending or running:
             while pending and len(running) < workers:
@@ -314,7 +323,7 @@ def main(argv=None, root=ROOT, out=sys.stdout):
     started = time.monotonic()
     order = slowest_first(chosen, scripts, root)
     finished = dict(zip(order, run_scripts([(scripts[n], []) for n in order], args.timeout, args.jobs,
-                                           args.fresh), strict=True))
+                                           args.fresh, root), strict=True))
     record_seconds(finished.items(), root)
     passed = failed = 0
     for name in chosen:

@@ -3,8 +3,9 @@
 The lessons themselves (attention, masks, counts, ...) live in the scripts, not here.
 
 Importing `common` (every script does, before numpy and torch) also turns a missing
-numpy, torch or matplotlib into one line that says how to set up, instead of a traceback,
-and lets a script piped into `head` stop quietly.
+numpy, torch or matplotlib into one line that says how to set up, instead of a traceback;
+makes Ctrl-C end a script with the one word `stopped` (exit status 130, as the shell
+shows it); and lets a script piped into `head` stop quietly.
 """
 import os
 import signal
@@ -13,6 +14,9 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = {"numpy", "torch", "matplotlib"}
+# Set by run_all.py to its folder under build/: a default run writes its figure there,
+# not over the committed copy (common/figures.py).
+OUTPUT_ROOT = "LESSONS_OUTPUT_ROOT"
 
 
 def venv_python():
@@ -21,7 +25,13 @@ def venv_python():
     return windows if windows.exists() else REPO_ROOT / ".venv" / "bin" / "python"
 
 
-def _missing_package_hint(kind, error, traceback):
+def _quiet_hook(kind, error, traceback):
+    """Ctrl-C: one word instead of a traceback (a figure being saved is removed by its own
+    `finally`, so nothing is left half-written); the interpreter then ends the process by
+    SIGINT, which the shell shows as exit status 130. A missing package: one line."""
+    if isinstance(error, KeyboardInterrupt):
+        print("stopped", file=sys.stderr)
+        return None
     name = (getattr(error, "name", None) or "").split(".")[0]
     if not (isinstance(error, ModuleNotFoundError) and name in PACKAGES):
         return sys.__excepthook__(kind, error, traceback)
@@ -33,6 +43,6 @@ def _missing_package_hint(kind, error, traceback):
     print(f"{script}: this Python ({sys.executable}) has no {name}; {how}", file=sys.stderr)
 
 
-sys.excepthook = _missing_package_hint
+sys.excepthook = _quiet_hook
 if hasattr(signal, "SIGPIPE"):  # `python script.py | head` ends quietly, as any command-line tool does
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)

@@ -72,14 +72,18 @@ def png_path(text):
 
 
 def shown(path, root=REPO_ROOT):
-    """A path as a learner types it from the current folder: relative when both are inside
-    the repo (`root`), absolute otherwise (also across Windows drives)."""
+    """A path as a learner types it from the current folder: relative when it lies inside
+    that folder, or when both lie inside the repo (`root`); absolute otherwise (also across
+    Windows drives)."""
     path, here = os.path.abspath(path), os.getcwd()  # abspath keeps a venv's symlink
-    try:
-        inside = all(os.path.commonpath([p, root]) == str(root) for p in (path, here))
-    except ValueError:  # another drive
-        inside = False
-    return os.path.relpath(path) if inside else path
+
+    def within(inner, outer):
+        try:
+            return os.path.commonpath([inner, outer]) == str(outer)
+        except ValueError:  # another drive
+            return False
+
+    return os.path.relpath(path) if within(path, here) or (within(path, root) and within(here, root)) else path
 
 
 def command(script):

@@ -1,12 +1,23 @@
 """Figure saving: Agg backend (no display needed), fixed size and metadata, so a figure
-comes out with the same pixels on every run; paths are printed relative to the repo root.
+comes out with the same pixels on every run; the `saved ...` line names the file from the
+folder you ran the script in.
 
-A default run writes a lesson's figure to its committed place in the repo. A run with
-other knobs never does: it saves only where --figure says."""
+Where a figure goes:
+  - --figure PATH.png: there, whatever the other knobs;
+  - a default run (every knob at its default): the figure's place in the repo, except under
+    the check: run_all.py sets LESSONS_OUTPUT_ROOT (its folder under build/), and the
+    figure goes to the same relative place there, so the check never rewrites a file
+    that git tracks;
+  - a run with other knobs: nowhere (a committed figure stays as it is).
+Every save is atomic: the PNG is written to a temporary file beside its target and then
+renamed over it, so an interruption (Ctrl-C) never leaves a half-written image.
+"""
+import os
+import tempfile
 from pathlib import Path
 
-from common import REPO_ROOT
-from common.cli import at_defaults
+from common import OUTPUT_ROOT, REPO_ROOT
+from common.cli import at_defaults, shown
 
 import matplotlib
 
@@ -17,11 +28,29 @@ DPI = 100
 
 
 def figure_path(parser, args, default):
-    """Where this run saves its figure: --figure if given; else `default` when every other
-    knob has its default value; else None (not saved, so a committed figure stays as it is)."""
+    """Where this run saves its figure: --figure if given; else `default` (a path inside the
+    repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when every other knob
+    has its default value; else None (not saved)."""
     if args.figure is not None:
         return args.figure
-    return default if at_defaults(parser, args) else None
+    if not at_defaults(parser, args):
+        return None
+    root = os.environ.get(OUTPUT_ROOT)
+    return Path(root) / Path(default).resolve().relative_to(REPO_ROOT) if root else default
+
+
+def save_atomically(fig, path):
+    """fig as PNG at path, all or nothing: a temporary file in the same folder, then a rename."""
+    path = Path(path).resolve()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png.tmp", dir=path.parent)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            fig.savefig(file, format="png", dpi=DPI, metadata={"Software": None})
+        os.replace(temporary, path)
+    finally:
+        if os.path.exists(temporary):  # interrupted or failed before the rename
+            os.unlink(temporary)
 
 
 def save_figure(fig, path):
@@ -29,11 +58,8 @@ def save_figure(fig, path):
     if path is None:
         plt.close(fig)
         return "figure not saved: these settings are not the defaults (add --figure PATH.png to save it)"
-    path = Path(path).resolve()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, metadata={"Software": None})
-    plt.close(fig)
     try:
-        return f"saved {path.relative_to(REPO_ROOT).as_posix()}"
-    except ValueError:  # saved outside the repo (e.g. by a test)
-        return f"saved {path}"
+        save_atomically(fig, path)
+    finally:
+        plt.close(fig)
+    return f"saved {shown(path)}"
