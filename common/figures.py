@@ -27,13 +27,14 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 DPI = 100
 
 
-def figure_path(parser, args, default):
+def figure_path(parser, args, default, ignore=("figure",)):
     """Where this run saves its figure: --figure if given; else `default` (a path inside the
-    repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when every other knob
-    has its default value; else None (not saved)."""
+    repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when every knob but
+    those in `ignore` (ones that change what is printed, not what is computed) has its
+    default value; else None (not saved)."""
     if args.figure is not None:
         return args.figure
-    if not at_defaults(parser, args):
+    if not at_defaults(parser, args, ignore):
         return None
     root = os.environ.get(OUTPUT_ROOT)
     return Path(root) / Path(default).resolve().relative_to(REPO_ROOT) if root else default
