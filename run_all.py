@@ -36,9 +36,11 @@ import difflib
 import importlib.util
 import json
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import re
 import runpy
+import signal
 import subprocess
 import sys
 import tempfile
@@ -52,7 +54,7 @@ from common.cli import shown
 
 ROOT = Path(__file__).resolve().parent
 NOISE_CEILING = 1e-6
-NOISE_LINE = re.compile(r"^(max \|.+\|=)(\d+\.(\d+))$")
+NOISE_LINE = re.compile(r"^(max \|.+\|=)(\S*)$")
 FIXED_ENV = {"MPLBACKEND": "Agg", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8",
              "PYTHONUTF8": "1"}
 PRELOAD = ["numpy", "torch", "matplotlib.pyplot"]
@@ -81,18 +83,24 @@ def timings_path(root=ROOT):
 # ---------------------------------------------------------------- comparing outputs
 
 def noise_value(line):
-    """(text before the number, the number as printed) for a noise line, else None."""
+    """(text up to '=', the value as printed) for a noise line `max |A - B|=<value>`, else None.
+    The value may be anything (nan, inf, 1e-3): judge it with is_noise()."""
     match = NOISE_LINE.match(line)
     return (match.group(1), match.group(2)) if match else None
 
 
+def is_noise(value):
+    """True when a printed noise value is a plain decimal number at most NOISE_CEILING."""
+    return re.fullmatch(r"\d+\.\d+", value) is not None and float(value) <= NOISE_CEILING
+
+
 def lines_match(expected, actual):
-    """Equal lines; for two noise lines, the same text and format, both values <= NOISE_CEILING."""
+    """Equal lines; for two noise lines, the same text and format, both values noise."""
     e, a = noise_value(expected), noise_value(actual)
     if e and a:
         same_form = e[0] == a[0] and len(e[1]) == len(a[1])
-        return same_form and float(e[1]) <= NOISE_CEILING and float(a[1]) <= NOISE_CEILING
-    return expected == actual
+        return same_form and is_noise(e[1]) and is_noise(a[1])
+    return expected == actual and not (e or a)
 
 
 def outputs_match(expected_text, actual_text):
@@ -101,16 +109,101 @@ def outputs_match(expected_text, actual_text):
 
 
 def noise_over_ceiling(text):
-    """[(line number, label, value)] for each noise line in text above NOISE_CEILING."""
+    """[(line number, label, value)] for each noise line in text that is not noise: above
+    NOISE_CEILING, or not a number at all (nan, inf)."""
     return [(n, found[0].removesuffix("="), found[1]) for n, line in enumerate(text.splitlines(), 1)
-            if (found := noise_value(line)) and float(found[1]) > NOISE_CEILING]
+            if (found := noise_value(line)) and not is_noise(found[1])]
 
 
-def explain_difference(expected_text, actual_text, name):
-    """What a learner should read when a script's output does not match its golden file."""
-    parts = [f"  line {n}: {label} should be float32 rounding noise (at most {NOISE_CEILING:g}) "
-             f"but is {value}: the two computations disagree, so the formula is wrong"
-             for n, label, value in noise_over_ceiling(actual_text)]
+def printed_as_a_whole(token, text):
+    """token (written without spaces, as the pages' tables quote it) appears in text as a
+    whole value, spaces allowed between its characters: '[0,1,2,3]' matches '[0, 1, 2, 3]',
+    but '0.0000' is not found inside '-0.0000' or '0.00001', nor '260' inside '1260'."""
+    spaced = r"\s*".join(map(re.escape, token))
+    return re.search(rf"(?<![\w.+-]){spaced}(?![\w.])", text) is not None
+
+
+def page_quotes(root=ROOT):
+    """(LINES, TOKENS) of tests/data/page_quotes.py: what the pages quote, per script."""
+    path = root / "tests" / "data" / "page_quotes.py"
+    if not path.exists():
+        return {}, {}
+    spec = importlib.util.spec_from_file_location("page_quotes", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LINES, module.TOKENS
+
+
+def quotes_missing(name, text, root=ROOT):
+    """The page's quoted lines and values for script `name` that text no longer prints (a
+    quoted noise value such as 0.00000011 is judged like a noise line: any noise line will do)."""
+    lines, tokens = (quoted.get(f"{name}.py", []) for quoted in page_quotes(root))
+    printed = text.splitlines()
+    missing = [f"the page's line {line!r}" for line in lines if not any(lines_match(line, p) for p in printed)]
+    for token in tokens:
+        if re.fullmatch(r"0\.0{5}\d\d", token):
+            found = is_noise(token) and any(n and is_noise(n[1]) for n in map(noise_value, printed))
+        else:
+            found = printed_as_a_whole(token, text)
+        if not found:
+            missing.append(f"the page's value {token}")
+    return missing
+
+
+# A lesson's self-checks are the lines that give an answer: a word below, or a Verdict
+# line, whose answer is whether it says "as the page says". Two lines ask the same question
+# when they are equal once their numbers and answers are blanked out.
+ANSWER = re.compile(r"\b(True|False|yes|no|agree|DISAGREE)\b")
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|\b(?:nan|inf)\b")
+
+
+def self_checks(text):
+    """[(line number, question, answer)] for every line of text that answers something."""
+    checks = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("Verdict"):
+            answer = "as the page says" if "as the page says" in line else "not as the page says"
+            checks.append((n, line.split(":")[0].strip(), answer))
+        elif ANSWER.search(line):
+            checks.append((n, ANSWER.sub("?", NUMBER.sub("#", line)), " ".join(ANSWER.findall(line))))
+    return checks
+
+
+def answers_changed(expected_text, actual_text):
+    """[(line number, line)] of actual_text whose self-check now answers what the golden file
+    never answered to the same question: at the default settings, the lesson now disagrees
+    with what it said when it agreed with itself and with the page."""
+    golden = {}
+    for _, question, answer in self_checks(expected_text):
+        golden.setdefault(question, []).append(answer)
+    lines, changed, seen = actual_text.splitlines(), [], {}
+    for n, question, answer in self_checks(actual_text):
+        if question not in golden:
+            continue  # a new or reworded line: nothing to hold it to
+        seen.setdefault(question, []).append(answer)
+        if seen[question].count(answer) > golden[question].count(answer):
+            changed.append((n, lines[n - 1]))
+    return changed
+
+
+def refusals(name, expected_text, actual_text, root=ROOT):
+    """Why actual_text must not become script `name`'s golden file: each reason in words,
+    naming its line. Empty when the change could be a wanted one."""
+    reasons = [f"line {n}: {label} should be float rounding noise (at most {NOISE_CEILING:g}) but is {value}: "
+               f"the two computations disagree, so the formula is wrong"
+               for n, label, value in noise_over_ceiling(actual_text)]
+    reasons += [f"{quote} is no longer printed" for quote in quotes_missing(name, actual_text, root)]
+    if expected_text is not None:
+        reasons += [f"line {n} now answers differently from the golden file: {line.strip()}"
+                    for n, line in answers_changed(expected_text, actual_text)]
+    return reasons
+
+
+def explain_difference(expected_text, actual_text, name, root=ROOT):
+    """What a learner should read when a script's output does not match its golden file:
+    the reasons it must not become the golden file, each in words, then the unified diff
+    (left out when only noise values moved)."""
+    parts = ["  " + reason for reason in refusals(name, expected_text, actual_text, root)]
     expected, actual = expected_text.splitlines(), actual_text.splitlines()
     only_noise = len(expected) == len(actual) and all(
         lines_match(e, a) or (noise_value(e) and noise_value(a) and noise_value(e)[0] == noise_value(a)[0])
@@ -174,6 +267,17 @@ def check_folder(root=ROOT):
     return root / "build" / "check"
 
 
+def _start_fork_server():
+    """Start the fork server with Ctrl-C ignored. It, and every script forked from it, keep
+    ignoring it, so a Ctrl-C in the terminal reaches only run_all, which stops the scripts
+    itself (run_scripts) instead of leaving each to print a traceback."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        multiprocessing.forkserver.ensure_running()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
     """Run jobs [(path, argv), ...], up to `workers` at once; return a Result per job, in order."""
     cwd = check_folder(root)
@@ -185,33 +289,51 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
     if not fresh:
         context = multiprocessing.get_context("forkserver")
         context.set_forkserver_preload(PRELOAD)
+        _start_fork_server()
     results = [None] * len(jobs)
     with tempfile.TemporaryDirectory(prefix="run_all_") as scratch:
         pending, running = list(enumerate(jobs)), {}
-        while pending or running:
-            while pending and len(running) < workers:
-                i, (path, argv) = pending.pop(0)
-                out, err = (os.path.join(scratch, f"{i}.{s}") for s in ("out", "err"))
-                if fresh:
-                    with open(out, "wb") as o, open(err, "wb") as e:
-                        proc = subprocess.Popen([sys.executable, str(path), *argv], cwd=cwd,
-                                                stdout=o, stderr=e)
-                else:
-                    proc = context.Process(target=_run_forked, args=(Path(path), argv, out, err, cwd))
-                    proc.start()
-                running[i] = (proc, time.monotonic(), out, err)
-            time.sleep(0.01)
-            for i, (proc, start, out, err) in list(running.items()):
-                code = proc.poll() if fresh else proc.exitcode
-                seconds = time.monotonic() - start
-                if code is None and seconds < timeout:
-                    continue
-                if code is None:
+        try:
+            _run_all_jobs(pending, running, results, scratch, cwd, timeout, workers, fresh,
+                          None if fresh else context)
+        except KeyboardInterrupt:  # Ctrl-C: stop every script still running, then pass it on
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+            try:
+                for proc, *_ in running.values():
                     proc.kill()
                     proc.wait() if fresh else proc.join()
-                del running[i]
-                results[i] = Result(code, _read(out), _read(err), seconds)
+            finally:
+                signal.signal(signal.SIGINT, previous)
+            raise
     return results
+
+
+def _run_all_jobs(pending, running, results, scratch, cwd, timeout, workers, fresh, context):
+    """The scheduling loop of run_scripts: start jobs while fewer than `workers` run, collect
+    each as it ends or times out. `running` is shared so the caller can stop what is left."""
+    while pending or running:
+        while pending and len(running) < workers:
+            i, (path, argv) = pending.pop(0)
+            out, err = (os.path.join(scratch, f"{i}.{s}") for s in ("out", "err"))
+            if fresh:
+                with open(out, "wb") as o, open(err, "wb") as e:
+                    proc = subprocess.Popen([sys.executable, str(path), *argv], cwd=cwd,
+                                            stdout=o, stderr=e)
+            else:
+                proc = context.Process(target=_run_forked, args=(Path(path), argv, out, err, cwd))
+                proc.start()
+            running[i] = (proc, time.monotonic(), out, err)
+        time.sleep(0.01)
+        for i, (proc, start, out, err) in list(running.items()):
+            code = proc.poll() if fresh else proc.exitcode
+            seconds = time.monotonic() - start
+            if code is None and seconds < timeout:
+                continue
+            if code is None:
+                proc.kill()
+                proc.wait() if fresh else proc.join()
+            del running[i]
+            results[i] = Result(code, _read(out), _read(err), seconds)
 
 
 # ---------------------------------------------------------------- the command line
@@ -290,24 +412,80 @@ def missing_packages():
     return [name for name in ("numpy", "torch", "matplotlib") if importlib.util.find_spec(name) is None]
 
 
+def alone(path):
+    """The command that runs one script by itself, from the current folder."""
+    return f"{shown(sys.executable, ROOT)} {shown(path, ROOT)}"
+
+
+def judge(name, result, path, args, root):
+    """What went wrong with one script's run, in words with a "What next", or None if it passed.
+    With --update, a passing run is written as the golden file here."""
+    golden, kept = golden_path(name, root), actual_path(name, root)
+    expected = golden.read_text(encoding="utf-8") if golden.exists() else None
+    if result.returncode is None:
+        return (f"TIMEOUT {name}: still running after {args.timeout:g} s, killed\n"
+                f"  What next: run it alone to see where it stops: {alone(path)}; on a slow machine, "
+                f"give it longer: --timeout SECONDS")
+    if result.returncode != 0:
+        lines = result.stderr.rstrip().splitlines()
+        tail = "\n".join("    " + line for line in lines[-8:])
+        error = lines[-1].strip() if lines else f"exit status {result.returncode}, nothing on stderr"
+        return (f"CRASH {name}: exit status {result.returncode}\n{tail}\n"
+                f"  What next: the script stopped with an error before it finished ({error}). Run it alone "
+                f"to see the whole traceback: {alone(path)}")
+    reasons = refusals(name, expected, result.stdout, root)
+    if args.update and reasons:
+        return (f"NOT UPDATED {name}: this run disagrees with itself or with the page, so the script is wrong, "
+                f"not its golden file\n" + "\n".join("  " + reason for reason in reasons))
+    if args.update:
+        golden.parent.mkdir(parents=True, exist_ok=True)
+        temporary = golden.with_suffix(".txt.tmp")
+        temporary.write_text(result.stdout, encoding="utf-8")
+        os.replace(temporary, golden)  # atomic: an interrupted update leaves the old file whole
+        print(f"{'unchanged' if expected == result.stdout else 'updated'} {golden.relative_to(root).as_posix()}",
+              file=args.out)
+        return None
+    if expected is None:
+        return (f"NO GOLDEN FILE {name}: {golden.relative_to(root).as_posix()} is missing; "
+                f"create it with: {this_python()} --update {name}")
+    if outputs_match(expected, result.stdout):
+        kept.unlink(missing_ok=True)
+        return None
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.write_text(result.stdout, encoding="utf-8")
+    if reasons:
+        what_next = (f"  What next: the lesson now disagrees with itself or with the page (the lines above say "
+                     f"where), so --update would refuse it. If you edited {name}.py, your edit changed what "
+                     f"it computes: `git diff` shows the edit, and `git checkout -- {name}.py` undoes it.")
+    else:
+        what_next = (f"  What next: if you changed {name}.py on purpose, rewrite its golden file and review "
+                     f"the change:\n    {this_python()} --update {name} && git diff expected_outputs\n"
+                     f"  If you did not, the lines above show what this run computed differently.")
+    return (f"DIFF {name}: output differs from its golden file (actual kept in "
+            f"{kept.relative_to(root).as_posix()})\n{explain_difference(expected, result.stdout, name, root)}\n"
+            + what_next)
+
+
 def main(argv=None, root=ROOT, out=sys.stdout):
     parser = argparse.ArgumentParser(
-        prog="run_all.py", description="Run the lesson scripts and diff their output "
-        "against the golden files in expected_outputs/.",
-        epilog=f"Try: {this_python()} -k week1   |   {this_python()} week2/03_sinusoidal_pe   |   "
-        f"{this_python()} --list")
+        prog="run_all.py", formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Run the lesson scripts and diff their output against the golden files in expected_outputs/.",
+        epilog="Try:\n" + "\n".join(f"  {this_python()} {example}" for example in
+                                       ("-k week1", "week2/03_sinusoidal_pe", "--list")))
     parser.add_argument("names", nargs="*", help="scripts to run, e.g. week1/02_dot_product_variance, "
                         "week1/02_dot_product_variance.py or 02_dot_product_variance")
     parser.add_argument("-k", dest="pattern", help="run only scripts whose name contains this text (any case)")
     parser.add_argument("--list", action="store_true", help="list the scripts and exit")
     parser.add_argument("--update", action="store_true",
-                        help="write each script's output as its golden file (review with git diff)")
+                        help="write each script's output as its golden file (review with git diff); refused "
+                        "for a run that disagrees with itself or with the page")
     parser.add_argument("--fresh", action="store_true",
                         help="start a new interpreter per script instead of forking a warm one")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script (120)")
     parser.add_argument("-j", "--jobs", type=int, default=os.cpu_count() or 1,
                         help="scripts run at once (default: the number of CPUs)")
     args = parser.parse_args(argv)
+    args.out = out
     if args.jobs < 1 or args.timeout <= 0:
         parser.error("--jobs and --timeout must be positive")
     scripts = discover(root)
@@ -322,49 +500,23 @@ def main(argv=None, root=ROOT, out=sys.stdout):
 
     started = time.monotonic()
     order = slowest_first(chosen, scripts, root)
-    finished = dict(zip(order, run_scripts([(scripts[n], []) for n in order], args.timeout, args.jobs,
-                                           args.fresh, root), strict=True))
+    try:
+        results = run_scripts([(scripts[n], []) for n in order], args.timeout, args.jobs, args.fresh, root)
+    except KeyboardInterrupt:  # Ctrl-C: run_scripts has stopped every script; no golden file was touched
+        print("stopped", file=sys.stderr)
+        return 130
+    finished = dict(zip(order, results, strict=True))
     record_seconds(finished.items(), root)
     passed = failed = 0
     for name in chosen:
-        r = finished[name]
-        problem = None
-        golden, kept = golden_path(name, root), actual_path(name, root)
-        if r.returncode is None:
-            problem = (f"TIMEOUT {name}: still running after {args.timeout:g} s, killed\n"
-                       f"  What next: run it alone to see where it stops: {shown(sys.executable, ROOT)} "
-                       f"{shown(scripts[name], ROOT)}; on a slow machine, give it longer: --timeout SECONDS")
-        elif r.returncode != 0:
-            tail = "\n".join("    " + line for line in r.stderr.rstrip().splitlines()[-8:])
-            problem = f"CRASH {name}: exit status {r.returncode}\n{tail}"
-        elif args.update and noise_over_ceiling(r.stdout):
-            problem = (f"NOT UPDATED {name}: a noise line is above {NOISE_CEILING:g}, so the script "
-                       f"is wrong, not its golden file\n" + explain_difference(r.stdout, r.stdout, name))
-        elif args.update:
-            golden.parent.mkdir(parents=True, exist_ok=True)
-            changed = not golden.exists() or golden.read_text(encoding="utf-8") != r.stdout
-            golden.write_text(r.stdout, encoding="utf-8")
-            print(f"{'updated' if changed else 'unchanged'} {golden.relative_to(root).as_posix()}", file=out)
-        elif not golden.exists():
-            problem = (f"NO GOLDEN FILE {name}: {golden.relative_to(root).as_posix()} is missing; "
-                       f"create it with: {this_python()} --update {name}")
-        elif not outputs_match(golden.read_text(encoding="utf-8"), r.stdout):
-            kept.parent.mkdir(parents=True, exist_ok=True)
-            kept.write_text(r.stdout, encoding="utf-8")
-            explanation = explain_difference(golden.read_text(encoding="utf-8"), r.stdout, name)
-            problem = (f"DIFF {name}: output differs from its golden file "
-                       f"(actual kept in {kept.relative_to(root).as_posix()})\n{explanation}\n"
-                       f"  What next: if you changed {name}.py on purpose, rewrite its golden file and "
-                       f"review the change:\n    {this_python()} --update {name} && git diff expected_outputs\n"
-                       f"  If you did not, the lines above show what this run computed differently.")
+        problem = judge(name, finished[name], scripts[name], args, root)
         if problem:
             failed += 1
             print(problem, file=out)
         else:
             passed += 1
-            kept.unlink(missing_ok=True)
             if not args.update:
-                print(f"ok    {name}  ({r.seconds:.1f} s)", file=out)
+                print(f"ok    {name}  ({finished[name].seconds:.1f} s)", file=out)
     print(f"wall time {time.monotonic() - started:.1f} s", file=out)
     print(f"{passed} passed, {failed} failed", file=out)
     return 1 if failed else 0

@@ -73,7 +73,7 @@ def test_numbers_outside_noise_lines_get_no_tolerance():
 
 def test_a_noise_line_over_the_ceiling_is_explained_in_words():
     message = explain_difference(GOLDEN, with_noise("0.42000000"), "week1/01_attention_from_scratch")
-    assert "line 3: max |NumPy - torch SDPA| should be float32 rounding noise" in message
+    assert "line 3: max |NumPy - torch SDPA| should be float rounding noise" in message
     assert "but is 0.42000000" in message and "the formula is wrong" in message
     assert "@@" not in message  # only the noise line differs: no unified diff needed
 
@@ -83,5 +83,5 @@ def test_any_other_difference_still_shows_the_unified_diff():
     assert "-alpha=[0.384 0.327 0.176 0.113]; sum=1.000000" in message
     assert "+alpha=[0.384 0.328 0.176 0.113]; sum=1.000000" in message
     both = explain_difference(GOLDEN, GOLDEN.replace("0.327", "0.328").replace("0.00000011", "0.50000000"), "x")
-    assert "line 3: max |NumPy - torch SDPA| should be float32 rounding noise" in both
+    assert "line 3: max |NumPy - torch SDPA| should be float rounding noise" in both
     assert "+max |NumPy - torch SDPA|=0.50000000" in both and "+alpha=" in both

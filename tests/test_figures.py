@@ -59,10 +59,29 @@ def test_figure_matches_committed_png(regenerated, name, tmp_path):
     assert compare_images(str(committed), str(png), tol=2) is None
 
 
-@pytest.mark.parametrize("name", FIGURES)
-def test_default_run_saves_the_figure_where_the_readme_shows_it(outputs, name):
-    assert f"saved {FIGURES[name]}" in outputs[name].stdout.splitlines()
-    assert (run_all.ROOT / FIGURES[name]).exists()
+def test_where_a_default_run_saves_and_how_it_names_the_file(tmp_path, monkeypatch):
+    """Outside the check a default run saves over the committed figure; under it (OUTPUT_ROOT
+    set), at the same relative place under the check's folder. The `saved` line names the file
+    from the folder the script was run in."""
+    from common import OUTPUT_ROOT, REPO_ROOT
+    from common.cli import lesson_parser, png_path
+    from common.figures import figure_path, plt, save_figure
+
+    parser = lesson_parser(__file__, "a lesson", try_it=[])
+    parser.add_argument("--figure", type=png_path)
+    parser.add_argument("--size", type=int, default=4)
+    committed = REPO_ROOT / "week2" / "figures" / "causal_mask.png"
+    monkeypatch.delenv(OUTPUT_ROOT, raising=False)
+    assert figure_path(parser, parser.parse_args([]), committed) == committed
+    assert figure_path(parser, parser.parse_args(["--size", "5"]), committed) is None
+    monkeypatch.setenv(OUTPUT_ROOT, str(tmp_path))
+    path = figure_path(parser, parser.parse_args([]), committed)
+    assert path == tmp_path / "week2" / "figures" / "causal_mask.png"
+    monkeypatch.chdir(tmp_path)
+    assert save_figure(plt.figure(), path) == "saved week2/figures/causal_mask.png"
+    monkeypatch.chdir(tmp_path / "week2")
+    assert save_figure(plt.figure(), path) == "saved figures/causal_mask.png"
+    assert path.read_bytes().startswith(b"\x89PNG")
 
 
 def test_an_unwritable_figure_path_is_a_usage_error(tmp_path):
@@ -72,3 +91,30 @@ def test_an_unwritable_figure_path_is_a_usage_error(tmp_path):
     for result in run_all.run_scripts(jobs):
         assert result.returncode == 2 and result.stdout == ""
         assert "error: argument --figure" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_an_interrupted_save_leaves_the_old_figure_whole(tmp_path):
+    """Ctrl-C in the middle of writing a PNG: the file keeps its old bytes, no temporary is left."""
+    from common.figures import plt, save_atomically
+
+    target = tmp_path / "figure.png"
+    target.write_bytes(b"old figure")
+    fig = plt.figure()
+
+    def interrupted_savefig(file, **kwargs):
+        file.write(b"\x89PNG half")
+        raise KeyboardInterrupt
+
+    fig.savefig = interrupted_savefig
+    with pytest.raises(KeyboardInterrupt):
+        save_atomically(fig, target)
+    assert target.read_bytes() == b"old figure"
+    assert [p.name for p in tmp_path.iterdir()] == ["figure.png"]
+    plt.close(fig)
+
+
+def test_the_check_writes_figures_under_build_and_names_them_from_its_folder(outputs):
+    """Under run_all a default run saves into build/check/, at the same relative place."""
+    for name, relative in FIGURES.items():
+        assert f"saved {relative}" in outputs[name].stdout.splitlines()
+        assert (run_all.check_folder() / relative).exists()

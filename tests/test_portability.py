@@ -24,8 +24,8 @@ OTHER_CPUS = {
 }
 
 
-def run_check(env, *argv, cwd=None):
-    return subprocess.run([sys.executable, str(run_all.ROOT / "run_all.py"), *argv], cwd=cwd,
+def run_check(env, *argv, cwd=None, script=run_all.ROOT / "run_all.py"):
+    return subprocess.run([sys.executable, str(script), *argv], cwd=cwd,
                           env={**os.environ, **env}, capture_output=True, text=True, timeout=900)
 
 
@@ -77,4 +77,38 @@ def test_a_wrong_formula_fails_the_check_and_says_so(tmp_path, name):
     out = io.StringIO()
     assert run_all.main([name], root=tmp_path, out=out) == 1
     assert f"DIFF {name}" in out.getvalue()
-    assert "should be float32 rounding noise" in out.getvalue() and "the formula is wrong" in out.getvalue()
+    assert "should be float rounding noise" in out.getvalue() and "the formula is wrong" in out.getvalue()
+
+
+def test_a_planted_mistake_fails_the_check_and_leaves_every_tracked_file_alone(tmp_path):
+    """A learner's edit that breaks a lesson (the causal mask also blocks the diagonal): the
+    check fails in words, --update refuses to write the broken output, and `git status`
+    shows only the learner's own edit: no figure, no golden file rewritten."""
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    name = "week2/01_causal_mask"
+    for part in ("run_all.py", ".gitignore", "common", f"{name}.py", "week2/figures/causal_mask.png",
+                 f"expected_outputs/{name}.txt", "tests/data/page_quotes.py"):
+        source, target = run_all.ROOT / part, tmp_path / part
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(source, target) if source.is_dir() else shutil.copy(source, target)
+
+    def git(*argv):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *argv], cwd=tmp_path,
+                              capture_output=True, text=True, check=True).stdout
+
+    git("init", "-q")
+    git("add", "-A")
+    git("commit", "-qm", "lessons")
+    script = tmp_path / f"{name}.py"
+    source = script.read_text(encoding="utf-8")
+    right = "np.triu(np.ones((T, T), dtype=int), k=1)"
+    assert source.count(right) == 1
+    script.write_text(source.replace(right, right.replace("k=1", "k=0")), encoding="utf-8")
+
+    check = run_check({}, name, cwd=tmp_path, script=tmp_path / "run_all.py")
+    assert check.returncode == 1 and f"DIFF {name}" in check.stdout
+    assert "disagrees with itself or with the page" in check.stdout and "--update week2" not in check.stdout
+    update = run_check({}, "--update", name, cwd=tmp_path, script=tmp_path / "run_all.py")
+    assert update.returncode == 1 and f"NOT UPDATED {name}" in update.stdout
+    assert git("status", "--porcelain") == f" M {name}.py\n"

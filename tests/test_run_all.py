@@ -1,6 +1,12 @@
 """run_all.py reports each kind of fault by name: a diff, a crash, a timeout, a missing
 golden file, an unknown name; and it exits 0 only when every script passed."""
 import io
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
@@ -148,3 +154,122 @@ def test_the_slowest_scripts_start_first(repo):
     scripts = run_all.discover(repo)
     order = run_all.slowest_first(["week9/01_good", "week9/02_drifted", "week9/05_no_golden"], scripts, repo)
     assert order == ["week9/05_no_golden", "week9/02_drifted", "week9/01_good"]  # never timed: first
+
+
+# ---------------------------------------------------------------- --update never bakes in a broken lesson
+
+def test_a_nan_noise_line_is_a_failure_in_words_and_never_written(repo):
+    (repo / "week9" / "07_nan.py").write_text("print('max |x - y|=nan')\n")
+    run_all.golden_path("week9/07_nan", repo).write_text("max |x - y|=nan\n")  # even a golden nan never passes
+    code, out = run(repo, "week9/07_nan")
+    assert code == 1 and "should be float rounding noise (at most 1e-06) but is nan" in out
+    code, out = run(repo, "--update", "week9/07_nan")
+    assert code == 1 and "NOT UPDATED week9/07_nan" in out and "but is nan" in out
+
+
+def planted(repo, right, wrong):
+    """A lesson whose golden file was written from `right`, now printing `wrong`."""
+    (repo / "week9" / "08_count.py").write_text(f"print({wrong!r})\n")
+    run_all.golden_path("week9/08_count", repo).write_text(right + "\n")
+    return "week9/08_count"
+
+
+@pytest.mark.parametrize(("right", "wrong"), [
+    ("6 layers=18,914,304; 6 x 3,152,384=18,914,304; equal=True",
+     "6 layers=18,911,232; 6 x 3,152,384=18,914,304; equal=False"),
+    ("same values: False", "same values: True"),
+    ("every row sums to 1: yes", "every row sums to 1: no"),
+    ("  d_k: computed 64; page 64; agree", "  d_k: computed 63; page 64; DISAGREE"),
+    ("Verdict: as the page says: the mask hides the future", "Verdict: CONTRADICTS THE PAGE: it sees the future"),
+])
+def test_update_refuses_a_self_check_that_changed_its_answer(repo, right, wrong):
+    name = planted(repo, right, wrong)
+    code, out = run(repo, "--update", name)
+    assert code == 1 and f"NOT UPDATED {name}" in out and "line 1 now answers differently" in out
+    assert run_all.golden_path(name, repo).read_text() == right + "\n"
+    code, out = run(repo, name)  # and the DIFF does not suggest --update
+    assert code == 1 and "disagrees with itself or with the page" in out and "--update week9" not in out
+
+
+def test_update_accepts_a_changed_number_whose_answers_hold(repo):
+    name = planted(repo, "6 layers=18,914,304; equal=True", "7 layers=22,066,688; equal=True")
+    code, out = run(repo, name)
+    assert code == 1 and f"--update {name}" in out  # a change that could be wanted: --update is offered
+    assert run(repo, "--update", name)[0] == 0
+    assert run_all.golden_path(name, repo).read_text() == "7 layers=22,066,688; equal=True\n"
+
+
+def test_update_refuses_when_a_page_quoted_line_is_no_longer_printed(repo):
+    (repo / "tests" / "data").mkdir(parents=True)
+    (repo / "tests" / "data" / "page_quotes.py").write_text(
+        "LINES = {'week9/01_good.py': ['a=1']}\nTOKENS = {'week9/01_good.py': ['0.00000011', '1']}\n")
+    assert run(repo, "--update", "week9/01_good")[0] == 0  # a=1, and a noise line judged as noise
+    (repo / "week9" / "01_good.py").write_text("print('a=7')\nprint('max |x - y|=0.00000011')\n")
+    code, out = run(repo, "--update", "week9/01_good")
+    assert code == 1 and "the page's line 'a=1' is no longer printed" in out
+    assert "the page's value 1 is no longer printed" in out and "0.00000011" not in out
+
+
+def test_a_crash_says_what_next(repo):
+    _, out = run(repo, "week9/03_crash")
+    assert "What next: the script stopped with an error before it finished (RuntimeError: broken lesson)" in out
+    assert "03_crash.py" in out.split("What next:")[1]
+
+
+# ---------------------------------------------------------------- Ctrl-C
+
+def interrupted(argv, cwd, wait_for):
+    """Start argv in a process group of its own, wait until `wait_for()` is true, then send the
+    group SIGINT, as Ctrl-C in a terminal does; return the finished process's result."""
+    process = subprocess.Popen(argv, cwd=cwd, start_new_session=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not wait_for() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return process, out, err
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or sys.platform == "win32", reason="POSIX process groups")
+def test_ctrl_c_stops_the_check_quietly_and_leaves_no_process(repo):
+    started = repo / "started"
+    (repo / "week9" / "04_slow.py").write_text(f"open({str(started)!r}, 'w').close()\nimport time\ntime.sleep(60)\n")
+    golden = run_all.golden_path("week9/01_good", repo).read_text()
+    shutil.copy(run_all.ROOT / "run_all.py", repo)
+    shutil.copytree(run_all.ROOT / "common", repo / "common")
+    process, out, err = interrupted([sys.executable, str(repo / "run_all.py"), "week9/04_slow",
+                                     "week9/01_good", "--update"], repo, started.exists)
+    # A shell shows this as exit status 130; the check exits with 130 itself.
+    assert process.returncode == 130
+    assert err == "stopped\n" and out == ""
+    assert run_all.golden_path("week9/01_good", repo).read_text() == golden
+    assert not still_running(process.pid), "processes left behind"
+
+
+def still_running(group, grace=10.0):
+    """The live (not zombie) processes of a process group, once `grace` seconds have passed or
+    none is left: the fork server may take a moment to notice its parent has gone."""
+    deadline = time.monotonic() + grace
+    while True:
+        table = subprocess.run(["ps", "-eo", "pgid=,stat=,args="], capture_output=True, text=True).stdout
+        rows = [row.split(maxsplit=2) for row in table.splitlines()]
+        live = [row for row in rows if row[0] == str(group) and not row[1].startswith("Z")]
+        if not live or time.monotonic() > deadline:
+            return live
+        time.sleep(0.2)
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGINT") or sys.platform == "win32", reason="POSIX process groups")
+def test_ctrl_c_in_a_lesson_prints_one_word(tmp_path):
+    """SIGINT to a lesson in the middle of its training (after its first printed line)."""
+    script = run_all.ROOT / "week2" / "12_train_tiny_transformer.py"
+    process = subprocess.Popen([sys.executable, "-u", str(script)], cwd=tmp_path, start_new_session=True,
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = process.stdout.readline()
+    os.killpg(process.pid, signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert first.startswith("task: reverse")
+    assert process.returncode == -signal.SIGINT  # ended by SIGINT, as Ctrl-C asks: the shell shows 130
+    assert err == "stopped\n"
+    assert list(tmp_path.iterdir()) == []
