@@ -62,6 +62,23 @@ def decoder_without_mask():
     return lambda tokens: to_vocab(layer(embed(torch.tensor([tokens])) + place(torch.arange(len(tokens)))))[0]
 
 
+def counts_without_biases(d, h, f):
+    """torch's counts, but the biases and LayerNorms left out: a count world that is not the page's."""
+    layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
+    weights = [p for name, p in layer.named_parameters() if name.endswith("weight") and "norm" not in name]
+    return {"attention": 4 * d * d, "FFN": 2 * d * f, "layer": sum(p.numel() for p in weights),
+            "head 1's W^Q": d * (d // h)}
+
+
+def no_counts(d, h, f):
+    return {"attention": 0, "FFN": 0, "layer": 0, "head 1's W^Q": 0}
+
+
+def tags_from_two(T, d):
+    """Positions counted from 2: a start the page does not use either."""
+    return W2.sinusoidal_tags(T + 2, d)[2:]
+
+
 def no_mask(q, k, v):
     return F.scaled_dot_product_attention(q, k, v)
 
@@ -101,7 +118,6 @@ CASES = {
     ("week1", 16): (seeded(W1.can_word_1_see_word_3), W1.encoder_layer, [W1.causal_encoder]),
     ("week1", 17): (seeded(W1.where_the_norm_sits), W1.encoder_layer, [W1.pre_norm_layer]),
     ("week1", 18): (W1.counts_by_what_is_included, W1.torch_encoder_layer_512, [W1.bare_ffn_512]),
-    ("week1", 19): (W1.exact_counts, W1.torch_counts, [W1.course_round_numbers]),
     ("week1", 20): (W1.score_entries, W1.torch_score_table, [W1.fixed_window]),
     ("week2", 1): (seeded(W2.inputs_when_generating), W2.torch_decoder, [W2.never_wrong_decoder]),
     ("week2", 2): (seeded(W2.who_sees_their_own_label), W2.shifted, [W2.unshifted]),
@@ -114,8 +130,8 @@ CASES = {
     ("week2", 9): (seeded(W2.how_many_matrices), W2.tied_model, [W2.untied_copies]),
     ("week2", 10): (W2.attention_blocks, W2.torch_encoder_layer_512, [W2.two_block_layer_512]),
     ("week2", 11): (W2.distance_as_gap_grows, W2.sinusoidal_tags, [W2.counting_tags]),
-    ("week2", 12): (W2.first_two_tags, W2.sinusoidal_tags, [W2.coordinate_index_tags]),
-    ("week2", 13): (W2.first_two_tags, W2.sinusoidal_tags, [W2.tags_from_one]),
+    ("week2", 12): (W2.pairs_on_one_circle, W2.sinusoidal_tags, [W2.coordinate_index_tags]),
+    ("week2", 13): (W2.position_read_back, W2.sinusoidal_tags, [W2.tags_from_one, tags_from_two]),
     ("week2", 14): (seeded(W2.depends_on_the_batch), W2.torch_layer_norm, [W2.torch_batch_norm]),
     ("week2", 15): (seeded(W2.train_versus_eval), W2.torch_batch_norm, [W2.batch_norm_without_running_stats]),
     ("week2", 16): (W2.one_value_per_feature, W2.torch_batch_norm, [W2.batch_norm_in_eval_mode]),
@@ -124,6 +140,7 @@ CASES = {
                     [W2.plain_nll, smoothing_gold_exactly_0_9]),
     ("week2", 19): (W2.how_far_weights_move, W2.torch_adam, [W2.exactly_the_rate]),
     ("week2", 20): (seeded(W2.can_word_1_see_word_3), W2.torch_decoder_stack, [W2.mask_in_first_layer_only]),
+    ("week1", 19): (W1.exact_counts, W1.torch_counts, [W1.course_round_numbers, counts_without_biases, no_counts]),
 }
 
 

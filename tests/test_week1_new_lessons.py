@@ -130,6 +130,14 @@ def test_wrong_scores_flip_the_saturation_verdicts(monkeypatch, capsys, tmp_path
     assert saturation_verdicts(monkeypatch, capsys, tmp_path, wrong) == expected
 
 
+def test_narrow_widths_leave_the_one_hot_claim_untested(monkeypatch, capsys):
+    """The page: one-hot "as d_k grows". Widths up to 16 cannot test it, so no verdict either way."""
+    out = run_main(monkeypatch, capsys, load_script(SATURATION), SATURATION, "--d-k", "4", "16", "--sentences", "64")
+    first, second = verdicts(out)
+    assert first.startswith("Verdict: not tested at these widths") and "CONTRADICTS" not in out
+    assert as_page(second)
+
+
 # ---------------------------------------------------------------- 12: attention shapes
 
 SHAPES = "week1/12_attention_shapes"
@@ -235,7 +243,23 @@ def test_a_layer_that_grows_with_the_sentence_flips_the_length_verdict(monkeypat
     monkeypatch.setattr(m, "encoder_layer_by_hand", with_a_position_table)
     out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
     assert [as_page(v) for v in verdicts(out)] == [True, False]
-    assert "same parameters: False" in out
+    assert "the same weights: False" in out
+
+
+def test_a_layer_whose_weights_depend_on_the_length_flips_the_length_verdict(monkeypatch, capsys):
+    """Each length builds its own layer: a build that draws other weights is caught, even at the same count."""
+    m = load_script(LENGTH)
+    build = m.build_layer
+    builds = []
+
+    def other_weights_each_time(d, h, f):
+        builds.append(torch.randn(len(builds) + 1))  # moves the generator: the next layer draws other weights
+        return build(d, h, f)
+
+    monkeypatch.setattr(m, "build_layer", other_weights_each_time)
+    out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
+    assert [as_page(v) for v in verdicts(out)] == [True, False]
+    assert "the same weights: False" in out
 
 
 def test_attention_without_a_t_by_t_table_flips_the_growth_verdict(monkeypatch, capsys):

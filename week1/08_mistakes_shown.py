@@ -41,7 +41,9 @@ Choices for single beliefs:
   5. W^Q, W^K, W^V start equal (I, the page's shortcut), so one step shows if they part.
   10. No trained projections are at hand, so the lined-up query q = 4 k_1 is built.
   11. "Without scaling" is torch's attention with scale 1.
-  19. The belief's world is only the round numbers: no module has those counts.
+  19. The belief's world is only the round numbers: no module has those counts. Each world
+      is held to the page's exact counts, 4 d^2 + 2 d f + f + 9 d = 3,152,384 per layer and
+      d x d_k = 32,768 for one head's W^Q, so any other count world is caught too.
 
 Bullets no computation here can settle (also printed at the end, with the reason):
 "seq2seq means exactly two RNNs and one vector" (what a word means), "long sentences always
@@ -589,12 +591,14 @@ def course_round_numbers(d, h, f):
 
 
 def exact_counts(count):
-    """Belief 19: the counts at d_model = 512, h = 8, d_ff = 2048 (so d_k = 64)."""
-    c = count(512, 8, 2048)
+    """Belief 19: the counts at d_model = 512, h = 8, d_ff = 2048 (so d_k = 64), held to the
+    page's exact counts: 4 d^2 + 2 d f + f + 9 d per layer, d x d_k for one head's W^Q."""
+    d, h, f = 512, 8, 2048
+    c = count(d, h, f)
     head = c["head 1's W^Q"]
     seen = (f"attention {c['attention']:,} + FFN {c['FFN']:,} (+ LayerNorms) = {c['layer']:,} in the layer; "
             f"head 1's W^Q {head:,}")
-    return Finding(seen, c["layer"] != 3_000_000 and head != 32_178)  # the round numbers are not the count
+    return Finding(seen, c["layer"] == 4 * d * d + 2 * d * f + f + 9 * d and head == d * (d // h))
 
 
 def torch_score_table(x):

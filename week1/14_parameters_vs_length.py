@@ -13,7 +13,9 @@ torch's nn.TransformerEncoderLayer is counted two ways: only its 2-D parameters 
 matrices: in_proj_weight holds W^Q, W^K, W^V stacked, out_proj.weight is W^O, linear1 and
 linear2 are the FFN), and all of its parameters. Then the same layer is run, by hand with
 its own weights and in plain view, on a 5-word and on a 500-word sentence, and every
-intermediate tensor (an activation) is counted. The by-hand run is checked against the
+intermediate tensor (an activation) is counted. Each length gets its layer built afresh
+from the same seed, and the two are compared weight by weight: the claim that length does
+not change the weights is measured, not assumed. The by-hand run is checked against the
 torch layer itself on the short sentence.
 
 Setup: the page's sizes d = 512, f = 2048, h = 8; one sentence (B = 1) of 5 and of 500
@@ -52,6 +54,11 @@ def fully_counted(d, f):
 def times(new, old):
     """How many times bigger `new` is than `old`, e.g. 'x100' or 'x2.50'."""
     return f"x{new // old:,}" if new % old == 0 else f"x{new / old:,.2f}"
+
+
+def build_layer(d, h, f):
+    """torch's encoder layer (post-norm, as the paper), float64, without dropout: a fixed function."""
+    return nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
 
 
 def attention_scores(Q, K):
@@ -101,11 +108,17 @@ def main():
                                ("--d-model 64 --d-ff 256 --heads 4 --long 1000",
                                 "a small layer on 1,000 words: the scores are most of the activations")])
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed for the weights and the words")
-    parser.add_argument("--d-model", type=int_range(1, 1024), default=512, help="d, numbers per word")
-    parser.add_argument("--d-ff", type=int_range(1, 4096), default=2048, help="f, FFN hidden width")
-    parser.add_argument("--heads", type=int_range(1, 64), default=8, help="h, attention heads")
-    parser.add_argument("--short", type=int_range(1, 4096), default=5, help="T of the short sentence")
-    parser.add_argument("--long", type=int_range(1, 4096), default=500, help="T of the long sentence")
+    parser.add_argument("--d-model", type=int_range(1, 1024), default=512,
+                        help="d, numbers per word (a multiple of --heads; above 512, the size limit may ask for a "
+                        "smaller --long or --d-ff)")
+    parser.add_argument("--d-ff", type=int_range(1, 4096), default=2048,
+                        help="f, FFN hidden width (above 2,048, the size limit may ask for a smaller --long or "
+                        "--d-model)")
+    parser.add_argument("--heads", type=int_range(1, 64), default=8, help="h, attention heads (must divide --d-model)")
+    parser.add_argument("--short", type=int_range(1, 4096), default=5, help="T of the short sentence (below --long)")
+    parser.add_argument("--long", type=int_range(1, 4096), default=500,
+                        help="T of the long sentence (above --short; above 500, the size limit may ask for a "
+                        "smaller --d-model or --d-ff)")
     args = parser.parse_args()
     d, f, h, lengths = args.d_model, args.d_ff, args.heads, (args.short, args.long)
     if d % h:
@@ -114,11 +127,11 @@ def main():
         parser.error(f"--short {args.short} must be less than --long {args.long}")
     T = args.long
     check_size(parser, numbers=h * T * T + T * f,
-               work=T * (4 * d * d + 2 * d * f + 2 * T * d) + 4 * d * d + 2 * d * f)
+               work=T * (4 * d * d + 2 * d * f + 2 * T * d) + 4 * d * d + 2 * d * f,
+               knobs=("--long", "--d-model", "--d-ff", "--heads"))
 
     torch.manual_seed(args.seed)
-    layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, dtype=torch.float64)
-    layer.eval()  # no dropout: the layer is a fixed function
+    layer = build_layer(d, h, f)
     matrices = [(name, p) for name, p in layer.named_parameters() if p.dim() == 2]
     print(f"One encoder layer, torch.nn.TransformerEncoderLayer(d_model={d}, nhead={h}, dim_feedforward={f}):")
     print("  its weight matrices (the 2-D parameters):")
@@ -132,15 +145,19 @@ def main():
     print(f"  (biases and LayerNorms add f + 9d = {f + 9 * d:,} numbers: "
           f"{(f + 9 * d) / fully_counted(d, f):.1%} of the layer)")
 
-    params, acts, outputs = {}, {}, {}
+    layers, acts, outputs = {}, {}, {}
     with torch.no_grad():
-        for T in lengths:
+        for T in lengths:  # each length gets a layer built afresh from the same seed, then its words
+            torch.manual_seed(args.seed)
+            layers[T] = build_layer(d, h, f)
             X = torch.randn(1, T, d, dtype=torch.float64)  # [B, T, d]: one sentence of T words
-            outputs[T], acts[T] = encoder_layer_by_hand(X, layer)
-            params[T] = n_params(layer)  # counted again after the run
+            outputs[T], acts[T] = encoder_layer_by_hand(X, layers[T])
             if T == args.short:
-                gap = (outputs[T] - layer(X)).abs().max().item()
+                gap = (outputs[T] - layers[T](X)).abs().max().item()
     short, long = lengths
+    params = {T: n_params(layers[T]) for T in lengths}
+    same_weights = params[short] == params[long] and all(
+        torch.equal(a, b) for a, b in zip(layers[short].parameters(), layers[long].parameters(), strict=True))
     print(f"\nThe same layer run by hand on one sentence (B=1) of {short} and of {long} words:")
     print(f"  {'':<26}{f'T={short}':>12}{f'T={long}':>14}  grows")
     print(f"  {'parameters':<26}{params[short]:>12,}{params[long]:>14,}  {times(params[long], params[short])}")
@@ -162,7 +179,6 @@ def main():
     formulas_ok = all(by_formula == by_torch for _, by_formula, by_torch, _ in counts.values())
     print("\nClaim: weights only 4d^2 + 2df; fully counted (as PyTorch) 4d^2 + 2df + f + 9d.")
     print("Verdict: as the page says" if formulas_ok else "Verdict: CONTRADICTS THE PAGE (a count differs)")
-    same_params = params[short] == params[long]
     by_hand = gap <= SAME
     pairs = [name for name, shape in SHAPES.items() if shape.endswith("T, T]")]  # one number per pair of words
     quadratic = all(acts[long][n].numel() * short ** 2 == acts[short][n].numel() * long ** 2 for n in pairs)
@@ -170,8 +186,8 @@ def main():
                  for n in SHAPES if n not in pairs)
     print(f"Claim: length changes activations, not parameters; the scores grow like T^2 "
           f"({times(long, short)} words: scores {times(long ** 2, short ** 2)}, the rest {times(long, short)}).")
-    print("Verdict: as the page says" if same_params and by_hand and quadratic and linear else
-          f"Verdict: CONTRADICTS THE PAGE (same parameters: {same_params}; by hand = torch's layer: {by_hand}; "
+    print("Verdict: as the page says" if same_weights and by_hand and quadratic and linear else
+          f"Verdict: CONTRADICTS THE PAGE (the same weights: {same_weights}; by hand = torch's layer: {by_hand}; "
           f"scores like T^2: {quadratic}; the rest like T: {linear})")
     # The weights are shared by every position, so one set serves any length; the scores
     # hold one number per pair of words per head, so they are what long sentences fill up.

@@ -405,14 +405,24 @@ def tags_from_one(T, d):
     return sinusoidal_tags(T + 1, d)[1:]
 
 
-PAGE_TAGS = torch.tensor([[0.0, 1.0, 0.0, 1.0], [0.8415, 0.5403, 0.0100, 1.0000]], dtype=F64)
+def pairs_on_one_circle(make_tags):
+    """Belief 12: with i the pair index, coordinates 2i and 2i+1 are the sin and the cos of one
+    angle p w_i, so every pair lies on the unit circle: sin^2 + cos^2 = 1 at every position."""
+    tags = make_tags(50, 4)  # [50 positions, d = 4]
+    miss = (tags[:, 0::2] ** 2 + tags[:, 1::2] ** 2 - 1).abs().max().item()
+    seen = (f"word 1 {vec(tags[0], 4)}, word 2 {vec(tags[1], 4)}; over 50 positions, each (sin, cos) pair's "
+            f"squared length misses 1 by at most {miss:.4f}")
+    return Finding(seen, miss < 1e-9)
 
 
-def first_two_tags(make_tags):
-    """Beliefs 12 and 13: the first two words' tags at d = 4, next to the page's hand-check table."""
+def position_read_back(make_tags):
+    """Belief 13: read each word's position back from its tag. Pair 0 turns 1 radian per
+    position (w_0 = 1), so its angle atan2(sin, cos) is the position itself."""
     tags = make_tags(2, 4)
-    seen = f"word 1 {vec(tags[0], 4)}, word 2 {vec(tags[1], 4)}"
-    return Finding(seen, bool((tags - PAGE_TAGS).abs().max() < 0.00005))  # the table's 4 decimals
+    read = torch.atan2(tags[:, 0], tags[:, 1])  # [2]: the angle of pair 0 for words 1 and 2
+    seen = (f"word 1 {vec(tags[0], 4)}, word 2 {vec(tags[1], 4)}; the positions their pair-0 angles give: "
+            f"{vec(read, 2)}")
+    return Finding(seen, abs(read[0].item()) < 1e-9)  # the first word is at position 0
 
 
 # ---------------------------------------------------------------- section 6
@@ -650,14 +660,15 @@ def main():
                   ("the page's formula", distance_as_gap_grows(sinusoidal_tags)),
                   ("a tag that counts up", distance_as_gap_grows(counting_tags)))
     ledger.belief(12, "in 10000^(-2i/d), i counts coordinates (0, 1, 2, 3), not pairs",
-                  "the first two words' tags at d = 4; the page's table: [0, 1, 0, 1] and "
-                  "[0.8415, 0.5403, 0.0100, 1.0000]",
-                  ("i = pair index", first_two_tags(sinusoidal_tags)),
-                  ("i = coordinate index", first_two_tags(coordinate_index_tags)))
+                  "the tags at d = 4: is each (sin, cos) pair one angle on the unit circle, as a pair "
+                  "sharing one speed must be?",
+                  ("i = pair index", pairs_on_one_circle(sinusoidal_tags)),
+                  ("i = coordinate index", pairs_on_one_circle(coordinate_index_tags)))
     ledger.belief(13, "the first word is at position 1",
-                  "the same table",
-                  ("positions 0, 1, 2, ...", first_two_tags(sinusoidal_tags)),
-                  ("positions 1, 2, 3, ...", first_two_tags(tags_from_one)))
+                  "read the first two words' positions back from their tags (the angle of pair 0, "
+                  "which turns 1 radian per position)",
+                  ("positions 0, 1, 2, ...", position_read_back(sinusoidal_tags)),
+                  ("positions 1, 2, 3, ...", position_read_back(tags_from_one)))
 
     ledger.section("Section 6: residuals and normalization")
     ledger.belief(14, "LayerNorm, like BatchNorm, depends on the rest of the batch (the section's table)",
