@@ -126,12 +126,10 @@ def at_defaults(parser, args, ignore=("figure",)):
     return all(value == parser.get_default(name) for name, value in vars(args).items() if name not in ignore)
 
 
-def check_size(parser, numbers=0, work=0):
+def check_size(parser, numbers=0, work=0, knobs=()):
     """Refuse, as a usage error, a run whose largest array or total work is over the limit,
-    naming the size flags that can bring it down."""
-    knobs = [action.option_strings[-1] for action in parser._actions
-             if isinstance(action.type, _Range) and action.type.kind is int and action.dest != "seed"]
-    fix = f": make one of {', '.join(knobs)} smaller" if knobs else ": choose smaller sizes"
+    naming the flags that bring it down (`knobs`: only those that lower the cost)."""
+    fix = f": lower one of {', '.join(knobs)}" if knobs else ": choose smaller sizes"
     if numbers > MAX_NUMBERS:
         parser.error(f"these sizes need an array of {numbers:,} numbers; the limit is "
                      f"{MAX_NUMBERS:,} (about 256 MB){fix}")

@@ -1,14 +1,19 @@
 """Every script explains itself with --help; every "Try it" suggestion works as printed and
 leaves the committed files alone; a bad value, or sizes too big to run, is a one-line
 usage error."""
+import argparse
+import math
+import re
 import shlex
 import subprocess
 import sys
 
+from common.cli import _Range
+
 import pytest
 
 import run_all
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRIPTS, load_script
 
 # One bad command line per script; a new script needs an entry here.
 BAD_ARGS = {
@@ -48,14 +53,14 @@ BAD_ARGS = {
 # Sizes each within its range that together would need gigabytes or minutes.
 TOO_BIG = {
     "week1/01_attention_from_scratch": ["--batch", "256", "--heads", "256", "--tokens", "256", "--d-k", "256"],
-    "week1/02_dot_product_variance": ["--pairs", "200000", "--d-k", "1024"],
+    "week1/02_dot_product_variance": ["--pairs", "100000", "--d-k", "1024"],
     "week1/03_multihead_shape_check": ["--batch", "64", "--seq-len", "512", "--d-model", "1024", "--heads", "64"],
     "week1/09_bottleneck_experiment": ["--steps", "3000", "--max-len", "32"],
     "week1/10_slow_chain_path_length": ["--d", "32", "--sentences", "256", "--max-len", "128"],
     "week1/11_softmax_saturation": ["--sentences", "4096", "--tokens", "64"],
     "week1/12_attention_shapes": ["--batch", "512", "--tokens", "512", "--d-model", "512", "--d-k", "512",
                                   "--d-v", "512"],
-    "week1/13_ffn_needs_relu": ["--d-model", "1024", "--d-ff", "4096", "--inputs", "100000"],
+    "week1/13_ffn_needs_relu": ["--d-model", "512", "--d-ff", "4096", "--inputs", "100000"],
     "week1/14_parameters_vs_length": ["--long", "4096"],
     "week2/02_cross_attention_shapes": ["--batch", "512", "--source-len", "512", "--target-len", "512",
                                         "--d-model", "512", "--heads", "512"],
@@ -141,3 +146,65 @@ def test_a_python_without_the_packages_gets_one_line_on_how_to_set_up(tmp_path):
         last = result.stderr.strip().splitlines()[-1]
         assert "Traceback" not in result.stderr and "has no numpy" in last, result.stderr
         assert "make check" in last or ".venv" in last
+
+
+# ---------------------------------------------------------------- every range in --help runs at both ends
+
+class _Parsed(Exception):
+    """Raised in place of parse_args, carrying the parser a lesson's main() built."""
+
+
+def lesson_parser_of(name, monkeypatch):
+    """The argparse parser of one lesson: its main() runs up to parse_args, and stops there."""
+    def stop(parser, *args, **kwargs):
+        raise _Parsed(parser)
+
+    module = load_script(name)
+    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", stop)
+    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name])])
+    with pytest.raises(_Parsed) as parsed:
+        module.main()
+    monkeypatch.undo()
+    return parsed.value.args[0]
+
+
+def range_ends(parser):
+    """[(the flag's action, argv)] for the two ends of every flag whose type is a range. An open
+    end (x < 4) is tried just below it; a list flag gets the end added to its default list."""
+    for action in parser._actions:
+        if not isinstance(action.type, _Range):
+            continue
+        kind, lo, hi = action.type.kind, action.type.lo, action.type.hi
+        if action.type.hi_open:
+            hi = math.nextafter(hi, lo)
+        for end in (lo, hi):
+            value = str(end) if kind is int else repr(float(end))
+            values = [*map(str, action.default), value] if action.nargs == "+" else [value]
+            yield action, [action.option_strings[-1], *values]
+
+
+STARTED = 3.0  # seconds: a run still going by then has long passed its argument checks (milliseconds)
+
+
+def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(monkeypatch):
+    """For every flag of every script: each end of the range --help shows, with the other flags
+    at their defaults, runs (or is still running after STARTED seconds: a training at
+    --steps 3000 is not waited for); or it is refused by a limit shared with other flags,
+    and then the flag's help names one of those flags."""
+    cases = [(name, action, argv) for name in SCRIPTS
+             for action, argv in range_ends(lesson_parser_of(name, monkeypatch))]
+    results = run_all.run_scripts([(SCRIPTS[name], argv) for name, _, argv in cases], timeout=STARTED)
+    problems = []
+    for (name, action, argv), result in zip(cases, results, strict=True):
+        command = f"{name} {shlex.join(argv)}"
+        if result.returncode in (0, None):
+            continue
+        if result.returncode != 2:
+            problems.append(f"{command}: exit status {result.returncode}: {result.stderr[-300:]}")
+        else:
+            refusal = result.stderr.strip().splitlines()[-1]
+            others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(action.option_strings)
+            if not any(other in (action.help or "") for other in others):
+                problems.append(f"{command}: refused ({refusal}), and the help of {argv[0]} names none of "
+                                f"{sorted(others) or 'the other flags'}")
+    assert not problems, "\n".join(problems)

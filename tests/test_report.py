@@ -67,3 +67,13 @@ def test_untestable_bullets_are_listed_and_counted(capsys):
     out = capsys.readouterr().out
     assert '  - "Heads find readable roles": needs trained models' in out
     assert "bullets no computation here can settle (listed above): 1" in out
+
+
+def test_numbers_are_written_in_digits_anyone_can_read():
+    from common.printing import readable, vec
+
+    assert readable(9.9e-16, 3) == "0.00000000000000099"
+    assert readable(16_659_725.1) == "16,659,725"
+    assert readable(2.0794) == "2.0794" and readable(0.0) == "0.0000"
+    assert readable(3.1e300) == "3.1 x 10^300" and readable(1.7e-25) == "1.7 x 10^-25"
+    assert vec([0.1, 0.2, 0.3], 1, shown=2) == "[0.1, 0.2 ... 1 more]" and vec([0.5], 1, shown=2) == "[0.5]"

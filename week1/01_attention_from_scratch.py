@@ -52,7 +52,8 @@ def main():
     parser.add_argument("--d-k", type=size, default=4, help="d_k, numbers per word in each head")
     args = parser.parse_args()
     B, h, T, d_k = args.batch, args.heads, args.tokens, args.d_k
-    check_size(parser, numbers=B * h * T * max(T, d_k), work=2 * B * h * T * T * d_k)
+    check_size(parser, numbers=B * h * T * max(T, d_k), work=2 * B * h * T * T * d_k,
+               knobs=("--batch", "--heads", "--tokens", "--d-k"))
 
     x = np.random.default_rng(args.seed).standard_normal((B, h, T, d_k)).astype(np.float32)
     Q = K = V = x  # identity projections: each word is its own query, key and value

@@ -28,12 +28,13 @@ def main():
                                 "scaled one does not"),
                                ("--seed 0", "other random vectors: other last digits, same story")])
     parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
-    parser.add_argument("--pairs", type=int_range(2, 200_000), default=20_000,
+    parser.add_argument("--pairs", type=int_range(2, 100_000), default=20_000,
                         help="random (q, k) pairs per row")
     parser.add_argument("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256],
                         help="widths to try")
     args = parser.parse_args()
-    check_size(parser, numbers=args.pairs * max(args.d_k), work=args.pairs * sum(args.d_k))
+    check_size(parser, numbers=args.pairs * max(args.d_k), work=args.pairs * sum(args.d_k),
+               knobs=("--pairs", "--d-k"))
 
     rng = np.random.default_rng(args.seed)
     print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "

@@ -62,13 +62,15 @@ def main():
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B, sentences")
     parser.add_argument("--seq-len", type=int_range(1, 512), default=5, help="T, words per sentence")
-    parser.add_argument("--d-model", type=int_range(1, 1024), default=16, help="d_model, numbers per word")
-    parser.add_argument("--heads", type=int_range(1, 64), default=4, help="h, heads (must divide d_model)")
+    parser.add_argument("--d-model", type=int_range(1, 1024), default=16,
+                        help="d_model, numbers per word (a multiple of --heads)")
+    parser.add_argument("--heads", type=int_range(1, 64), default=4, help="h, heads (must divide --d-model)")
     args = parser.parse_args()
     B, T, d, h = args.batch, args.seq_len, args.d_model, args.heads
     if d % h:
         parser.error(f"--d-model {d} is not divisible by --heads {h}")
-    check_size(parser, numbers=B * h * T * T + 3 * B * T * d, work=8 * B * T * d * d + 2 * B * T * T * d)
+    check_size(parser, numbers=B * h * T * T + 3 * B * T * d, work=8 * B * T * d * d + 2 * B * T * T * d,
+               knobs=("--batch", "--seq-len", "--d-model", "--heads"))
 
     torch.manual_seed(args.seed)
     x = torch.randn(args.batch, args.seq_len, args.d_model)  # [B, T, d_model]

@@ -37,9 +37,10 @@ def main():
                                ("--heads 1", "one wide head: the count does not move"),
                                ("--heads 16", "sixteen narrow heads: still the same count"),
                                ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base sizes")])
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word")
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512,
+                        help="d, numbers per word (a multiple of --heads)")
     parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, heads (must divide d)")
+    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, heads (must divide --d-model)")
     parser.add_argument("--layers", type=int_range(1, 48), default=6, help="layers in the stack")
     args = parser.parse_args()
     d, f, h = args.d_model, args.d_ff, args.heads

@@ -47,7 +47,8 @@ def main():
     parser.add_argument("--attn-width", type=int_range(1, 1000), default=5, help="n, width inside the tanh")
     args = parser.parse_args()
     T, d, n = args.source_len, args.hidden, args.attn_width
-    check_size(parser, numbers=T * max(d, n) + d * n, work=T * d * n)
+    check_size(parser, numbers=T * max(d, n) + d * n, work=T * d * n,
+               knobs=("--source-len", "--hidden", "--attn-width"))
 
     rng = np.random.default_rng(args.seed)
     H = rng.standard_normal((T, d))  # encoder states h_1..h_T, one per row

@@ -85,21 +85,15 @@ def grid(t):
     return " x ".join(map(str, t.shape[-2:]))
 
 
-def row(values, shown=8):
-    """A row of numbers at 2 decimals; a long row shows its first `shown` numbers."""
-    values = values.tolist()
-    more = f" ... {len(values) - shown} more" if len(values) > shown else ""
-    return vec(values[:shown], 2)[:-1] + more + "]"
-
-
 def main():
     parser = lesson_parser(__file__, "'The cat sat' through the ELI5 pre-norm block, stage by stage, "
                            "beside the post-norm encoder layer of Week 1 (ELI5 Part 3; Week 1, section 6).",
                            try_it=[("--d-model 8 --heads 2 --d-ff 32", "every stage keeps [3 x 8]; one "
                                     "weight table per head"),
                                    ("--seed 1", "other word vectors, the same shapes")])
-    parser.add_argument("--d-model", type=int_range(1, 512), default=4, help="meaning width per word")
-    parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (must divide d-model)")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=4,
+                        help="meaning width per word (a multiple of --heads)")
+    parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (must divide --d-model)")
     parser.add_argument("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width")
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     args = parser.parse_args()
@@ -129,7 +123,7 @@ def main():
                             ("x + attention", mixed), ("LN2(x + attention)", normed2),
                             ("FFN hidden ReLU(. W_1 + b_1)", hidden), ("FFN out (. W_2 + b_2)", thought),
                             ("x + FFN out = block output", out)):
-            print(f"  {name:<30}{f'[{grid(value)}]':<10}{row(value[0, -1])}")
+            print(f"  {name:<30}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
         print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
               f"{f} numbers and folds it back to {d})")
 

@@ -47,6 +47,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, at_defaults, check_size, float_range, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.printing import readable
 
 import torch
 
@@ -138,10 +139,15 @@ def main():
                                ("--max-len 128 --sentences 32 --seed 7", "longer sentences, other weights: same story"),
                                ("--d 4", "narrow words and state: same story")])
     parser.add_argument("--seed", type=SEED, default=42, help="seed of the torch generator")
-    parser.add_argument("--d", type=int_range(2, 32), default=16, help="d, numbers per word and state")
-    parser.add_argument("--max-len", type=int_range(32, 128), default=64, help="longest sentence T")
+    parser.add_argument("--d", type=int_range(2, 32), default=16,
+                        help="d, numbers per word and state (above 16, the size limit may ask for a smaller "
+                        "--max-len or --sentences)")
+    parser.add_argument("--max-len", type=int_range(32, 128), default=64,
+                        help="longest sentence T (above 64, the size limit may ask for fewer --sentences or a "
+                        "smaller --d)")
     parser.add_argument("--sentences", type=int_range(32, 256), default=128,
-                        help="random sentences the sizes are averaged over")
+                        help="random sentences the sizes are averaged over (above 128, the size limit may ask for a "
+                        "smaller --d or --max-len)")
     parser.add_argument("--rnn-gain", type=float_range(0.25, 4.0), default=1.0,
                         help="scale of W_hh: 1 draws it from N(0, 1/d) like the others")
     parser.add_argument("--figure", type=png_path, default=None, help="where to save the figure")
@@ -149,7 +155,8 @@ def main():
     d, S, Ts = args.d, args.sentences, lengths(args.max_len)
     # per T: d backward passes through both models, each about twice its forward pass
     check_size(parser, numbers=S * args.max_len * max(d, args.max_len),
-               work=sum(2 * d * S * (5 * T * d * d + 2 * T * T * d) for T in Ts))
+               work=sum(2 * d * S * (5 * T * d * d + 2 * T * T * d) for T in Ts),
+               knobs=("--d", "--max-len", "--sentences"))
 
     torch.set_num_threads(1)  # tiny matrices: more threads only add waiting
     g = torch.Generator().manual_seed(args.seed)
@@ -176,7 +183,8 @@ def main():
     print("   torch's autograd graph; size: |d out_T / d x_1|, how much the output at word T moves when")
     print("   word 1 moves; 1.5e-15 means 0.0000000000000015)")
     T, rnn, att = Ts[-1], results["RNN"], results["attention"]
-    print(f"At T={T}, word 1's size / the average word's size: RNN {rnn[-1][2]:.2e}, attention {att[-1][2]:.2f}")
+    print(f"At T={T}, word 1's size / the average word's size: RNN {readable(rnn[-1][2], 2)}, "
+          f"attention {att[-1][2]:.2f}")
     print("  (1 would mean word 1 counts as much as any word of the sentence)")
 
     chain = all(r[0] == length for length, r in zip(Ts, rnn, strict=True)) and all(a[0] == 1 for a in att)
@@ -186,7 +194,8 @@ def main():
     fades = rnn[-1][1] < FADED * rnn[0][1]
     direct = all(1 / FACTOR <= a[2] <= FACTOR for a in att)
     print("Claim: along the RNN's chain word 1's signal fades; through attention word 1 counts like any word.")
-    print(f"  RNN: size from T={Ts[0]} to T={T} x{rnn[-1][1] / rnn[0][1]:.1e} (fades if below x{FADED:g})")
+    print(f"  RNN: word 1's size at T={T} is {readable(rnn[-1][1] / rnn[0][1], 3)} times its size at T={Ts[0]} "
+          f"(it fades if that is below {FADED:g})")
     print(f"  attention: word 1 / average word {min(a[2] for a in att):.2f}..{max(a[2] for a in att):.2f} "
           f"over all T (like any word if within a factor {FACTOR} of 1)")
     print("Verdict: as the page says" if fades and direct else

@@ -59,7 +59,8 @@ def main():
     args = parser.parse_args()
     B, T, d_model, d_k, d_v = args.batch, args.tokens, args.d_model, args.d_k, args.d_v
     check_size(parser, numbers=B * T * max(T, d_model, d_k, d_v),
-               work=B * T * (d_model * (2 * d_k + d_v) + T * (d_k + d_v)) * 2)
+               work=B * T * (d_model * (2 * d_k + d_v) + T * (d_k + d_v)) * 2,
+               knobs=("--batch", "--tokens", "--d-model", "--d-k", "--d-v"))
 
     rng = np.random.default_rng(args.seed)
     X = torch.from_numpy(rng.standard_normal((B, T, d_model)))  # [B, T, d_model], float64

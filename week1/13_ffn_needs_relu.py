@@ -62,16 +62,19 @@ def main():
                                ("--d-model 1 --d-ff 4", "one number in, one out: the ReLU FFN is a bent "
                                 "line that no straight line fits")])
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed for the weights and inputs")
-    parser.add_argument("--d-model", type=int_range(1, 1024), default=8, help="d_model, numbers per word")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=8,
+                        help="d_model, numbers per word (--inputs must be at least 2 x (d_model + 1))")
     parser.add_argument("--d-ff", type=int_range(1, 4096), default=32, help="d_ff, width of the hidden layer")
-    parser.add_argument("--inputs", type=int_range(2, 100_000), default=1000, help="random inputs x")
+    parser.add_argument("--inputs", type=int_range(2, 100_000), default=1000,
+                        help="random inputs x (at least 2 x (--d-model + 1))")
     args = parser.parse_args()
     d_model, d_ff, N = args.d_model, args.d_ff, args.inputs
     if N < 2 * (d_model + 1):
-        parser.error(f"--inputs must be at least 2 x (d_model + 1) = {2 * (d_model + 1)}, so that "
+        parser.error(f"--inputs must be at least 2 x (--d-model + 1) = {2 * (d_model + 1)}, so that "
                      "a linear map cannot fit them just by having enough numbers")
     check_size(parser, numbers=N * max(d_ff, d_model + 1),
-               work=4 * N * d_model * d_ff + d_model * d_model * d_ff + 2 * N * (d_model + 1) ** 2)
+               work=4 * N * d_model * d_ff + d_model * d_model * d_ff + 2 * N * (d_model + 1) ** 2,
+               knobs=("--inputs", "--d-model", "--d-ff"))
 
     torch.set_num_threads(1)  # small matrices: more threads only add waiting
     torch.manual_seed(args.seed)

@@ -32,15 +32,16 @@ def main():
     parser.add_argument("--batch", type=size, default=2, help="B, sentence pairs")
     parser.add_argument("--source-len", type=size, default=5, help="S, source words")
     parser.add_argument("--target-len", type=size, default=3, help="T, target words")
-    parser.add_argument("--d-model", type=size, default=16, help="d, numbers per word")
-    parser.add_argument("--heads", type=size, default=4, help="h, heads (must divide d)")
+    parser.add_argument("--d-model", type=size, default=16, help="d, numbers per word (a multiple of --heads)")
+    parser.add_argument("--heads", type=size, default=4, help="h, heads (must divide --d-model)")
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     args = parser.parse_args()
     B, S, T, d, h = args.batch, args.source_len, args.target_len, args.d_model, args.heads
     if d % h:
         parser.error(f"--d-model {d} is not divisible by --heads {h}")
     check_size(parser, numbers=2 * B * h * T * S + B * (S + T) * d,
-               work=4 * B * (S + T) * d * d + 4 * B * T * S * d)
+               work=4 * B * (S + T) * d * d + 4 * B * T * S * d,
+               knobs=("--batch", "--source-len", "--target-len", "--d-model", "--heads"))
 
     torch.manual_seed(args.seed)
     decoder_states = torch.randn(B, T, d)  # [B, T, d]: the queries' source

@@ -67,7 +67,8 @@ def main():
                                ("--d-model 64 --max-len 100", "a bigger table: every property still holds"),
                                ("--max-len 100 --offset 1 5 50", "the rotation check for offsets 1, 5 and 50")])
     parser.add_argument("--d-model", type=int_range(2, 4096), default=16, help="d, even")
-    parser.add_argument("--max-len", type=int_range(2, 10000), default=10, help="positions 0..max_len-1")
+    parser.add_argument("--max-len", type=int_range(2, 10000), default=10,
+                        help="positions 0..max_len-1 (above every --offset)")
     parser.add_argument("--offset", type=int_range(1, 9999), nargs="+", default=[1, 3],
                         help="offsets k for the rotation check, each below --max-len")
     args = parser.parse_args()
@@ -76,7 +77,8 @@ def main():
         parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
     if max(args.offset) >= max_len:
         parser.error(f"--offset must be below --max-len {max_len} (got {max(args.offset)})")
-    check_size(parser, numbers=max_len * d, work=len(args.offset) * max_len * d * d)
+    check_size(parser, numbers=max_len * d, work=len(args.offset) * max_len * d * d,
+               knobs=("--max-len", "--d-model", "--offset (fewer values)"))
 
     pe = sinusoidal_pe(max_len, d)  # [max_len, d]
     gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()

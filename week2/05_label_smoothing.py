@@ -63,12 +63,13 @@ def main():
                                 "rounding")])
     parser.add_argument("--logits", type=float_range(-1e30, 1e30), nargs="+", default=[0.6, 0.1, 1.8, 0.5],
                         help="model scores z, one per vocabulary word")
-    parser.add_argument("--gold", type=int_range(0, 999), default=2, help="index of the right word, from 0")
+    parser.add_argument("--gold", type=int_range(0, 999), default=2,
+                        help="index of the right word, from 0 (below the number of --logits)")
     parser.add_argument("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing")
     args = parser.parse_args()
     V, gold, epsilon = len(args.logits), args.gold, args.epsilon
     if not 2 <= V <= 1000 or gold >= V:
-        parser.error(f"need 2 to 1000 logits and --gold below their number (got {V} logits, --gold {gold})")
+        parser.error(f"need 2 to 1000 --logits and --gold below their number (got {V} logits, --gold {gold})")
 
     z = torch.tensor(args.logits)  # [V], float32
     q = smoothed_target(V, gold, epsilon)

@@ -38,10 +38,11 @@ def main():
                                ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base widths in a decoder layer"),
                                ("--vocab 50257", "GPT-2's vocabulary: a much bigger output layer"),
                                ("--layers 12", "twelve layers: twelve times the layer count")])
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word")
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512,
+                        help="d, numbers per word (a multiple of --heads)")
     parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width")
     parser.add_argument("--heads", type=int_range(1, 128), default=8,
-                        help="h, heads (must divide d; does not change the count)")
+                        help="h, heads (must divide --d-model; does not change the count)")
     parser.add_argument("--layers", type=int_range(1, 48), default=6, help="decoder layers")
     parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")
     args = parser.parse_args()

@@ -25,6 +25,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+SHOWN = 8  # rows, numbers per row and heads printed in full; longer ones are shortened
+
+
+def shown_rows(n):
+    """Which of n rows to print: all, or the first SHOWN - 1, a gap (None), and the last."""
+    return list(range(n)) if n <= SHOWN else [*range(SHOWN - 1), None, n - 1]
+
 
 def main():
     parser = lesson_parser(__file__, "The ELI5 single-head causal self-attention snippet, and a "
@@ -33,9 +40,9 @@ def main():
                                ("--seq 6", "six tokens: a bigger staircase"),
                                ("--seed 1", "other numbers; rows still sum to 1, the future still gets 0")])
     parser.add_argument("--seq", type=int_range(1, 64), default=4, help="number of tokens")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="token width")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="token width (a multiple of --heads)")
     parser.add_argument("--heads", type=int_range(1, 64), default=2,
-                        help="heads in the second part (must divide d-model)")
+                        help="heads in the second part (must divide --d-model)")
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
     args = parser.parse_args()
     seq, d_model, h = args.seq, args.d_model, args.heads
@@ -56,8 +63,8 @@ def main():
 
     print(f"x {list(x.shape)} -> q, k, v {list(q.shape)} -> scores {list(scores.shape)} -> out {list(out.shape)}")
     print("weights (row = token, column = the token it looks at):")
-    for row in weights.detach():
-        print(f"  {vec(row)}")
+    for i in shown_rows(seq):
+        print(f"  {vec(weights[i].detach(), shown=SHOWN)}" if i is not None else f"  ... {seq - SHOWN} more rows")
     sums = weights.sum(-1)
     print(f"row sums {sums.min().item():.6f}..{sums.max().item():.6f}; "
           f"weight on the future={weights[mask].sum().item()}")
@@ -72,12 +79,16 @@ def main():
     head_weights = F.softmax(head_scores, dim=-1)  # (h, seq, seq): one pattern per head
     heads = head_weights @ vh  # (h, seq, d_model / h)
     concat = heads.transpose(0, 1).reshape(seq, d_model)  # (seq, d_model): same shape as x
-    print(f"{h} heads: q, k, v split to {list(qh.shape)}; weights {list(head_weights.shape)}; "
+    print(f"{h} head{'s' * (h > 1)}: q, k, v split to {list(qh.shape)}; weights {list(head_weights.shape)}; "
           f"concat {list(concat.shape)}")
-    for i in range(h):
+    for i in range(min(h, SHOWN)):
         w = head_weights[i].detach()
         print(f"head {i + 1}: rows sum to {w.sum(-1).min().item():.6f}..{w.sum(-1).max().item():.6f}; "
-              f"weight on the future={w[mask].sum().item()}; last row={vec(w[-1])}")
+              f"weight on the future={w[mask].sum().item()}; last row={vec(w[-1], shown=SHOWN)}")
+    if h > SHOWN:
+        w = head_weights[SHOWN:].detach()
+        print(f"heads {SHOWN + 1}..{h}: rows sum to {w.sum(-1).min().item():.6f}..{w.sum(-1).max().item():.6f}; "
+              f"weight on the future={w[:, mask].sum().item()}")
     fused = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)  # torch's own causal kernel
     print(f"max |heads by hand - torch SDPA(is_causal=True)|={(heads - fused).abs().max().item():.8f}")
 
@@ -89,6 +100,8 @@ def main():
     print(f"W_O blends the {h} heads into {list(blended.shape)}; reading head 1 only, the output "
           f"would differ: {not torch.allclose(blended, from_head_1)}" if h > 1 else
           f"W_O mixes the head's numbers into {list(blended.shape)}")
+    print("  (these heads are untrained: random weights, so their patterns are random too; trained heads")
+    print("   take roles, one on the previous word, one on the nouns: week1/16_heads_take_roles.py)")
     # Each head has its own weight pattern over the same tokens; all obey the causal rule;
     # W_O then blends what the heads found into each token's new vector.
 

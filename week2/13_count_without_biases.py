@@ -68,9 +68,10 @@ def main():
                                ("--d-model 768 --d-ff 3072 --heads 12 --vocab 50257",
                                 "GPT-2 small's widths and vocabulary: the biases are still a tiny share of the total"),
                                ("--heads 1", "one wide head: no count moves")])
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word")
+    parser.add_argument("--d-model", type=int_range(1, 8192), default=512,
+                        help="d, numbers per word (a multiple of --heads)")
     parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, feed-forward width")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, attention heads")
+    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, attention heads (must divide --d-model)")
     parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")
     args = parser.parse_args()
     d, f, h, V = args.d_model, args.d_ff, args.heads, args.vocab

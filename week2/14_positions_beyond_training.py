@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import check_size, int_range, lesson_parser
-from common.printing import vec
+from common.printing import readable, vec
 
 import numpy as np
 
@@ -64,11 +64,6 @@ def rotation(k, d):
     return R
 
 
-def short(x):
-    """A number at 4 decimals, or in powers of ten once it is too big for that to be readable."""
-    return f"{x:.4f}" if x < 1e5 else f"{x:.3e}"
-
-
 def index_table(d, far):
     """The coordinate / pair / function / speed table, one row per coordinate."""
     pe = sinusoidal_pe(np.array([0, 1, far]), d)  # [3, d]
@@ -93,23 +88,27 @@ def main():
                                ("--seen 10 --up-to 1000000", "a million positions past ten seen ones: "
                                 "still in [-1, 1], still the same rotations"),
                                ("--offset 1 2 5000", "a jump of 5,000 positions is still one fixed rotation")])
-    parser.add_argument("--d-model", type=int_range(2, 1024), default=4, help="d, even: numbers per tag")
+    parser.add_argument("--d-model", type=int_range(2, 1024), default=4,
+                        help="d, even: numbers per tag (above 80, the size limit may ask for a smaller --up-to or "
+                        "fewer --offset values)")
     parser.add_argument("--seen", type=int_range(2, 100_000), default=50,
-                        help="training sentence length: positions 0..seen-1 were seen")
+                        help="training sentence length: positions 0..seen-1 were seen (below --up-to)")
     parser.add_argument("--up-to", type=int_range(3, 2_000_000), default=100_000,
-                        help="last position evaluated; every position up to it is checked")
+                        help="last position evaluated; every position up to it is checked (at least --seen)")
     parser.add_argument("--offset", type=int_range(1, 100_000), nargs="+", default=[1, 3, 1000],
-                        help="offsets k for the rotation check PE(p+k) = R(k) PE(p)")
+                        help="offsets k for the rotation check PE(p+k) = R(k) PE(p) (each at most --up-to minus "
+                        "--seen)")
     args = parser.parse_args()
     d, seen, up_to = args.d_model, args.seen, args.up_to
     if d % 2:
         parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
     if up_to <= seen:
-        parser.error(f"--up-to {up_to} must be past the last seen position {seen - 1}")
+        parser.error(f"--up-to {up_to} must be past the last seen position, --seen {seen} minus 1")
     if max(args.offset) > up_to - seen:
         parser.error(f"--offset must be at most --up-to minus --seen ({up_to - seen}), "
                      "so that p and p + k are both unseen positions")
-    check_size(parser, numbers=(up_to + 1) * d, work=(up_to + 1) * d * (len(args.offset) * d + 2))
+    check_size(parser, numbers=(up_to + 1) * d, work=(up_to + 1) * d * (len(args.offset) * d + 2),
+               knobs=("--up-to", "--d-model", "--offset (fewer values)"))
 
     print(f"Which index is which, d={d} (positions start at 0):")
     index_table(d, up_to)
@@ -134,7 +133,7 @@ def main():
             part = table[rows]  # [P_part, d]
             sq_len = (part ** 2).sum(axis=1)
             print(f"  {name:<22}{where:<22}{part.min():>15.4f}{part.max():>15.4f}"
-                  f"{short(sq_len.min()):>11}..{short(sq_len.max())}")
+                  f"{readable(sq_len.min()):>11}..{readable(sq_len.max())}")
         bounded[name] = bool((np.abs(table) <= 1).all())
     print(f"  (sinusoidal: squared length d/2 = {d / 2:g}, since every sin/cos pair adds sin^2 + cos^2 = 1;")
     print(f"   the index tag is 1 at the last seen position and {up_to / (seen - 1):,.4f} at "

@@ -35,6 +35,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, float_range, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.printing import readable
 
 import numpy as np
 import torch
@@ -122,7 +123,8 @@ def main():
                         "saves week2/figures/residual_gradient_depth.png)")
     args = parser.parse_args()
     L, d, scale = args.depth, args.d_model, args.scale
-    check_size(parser, numbers=TOKENS * 4 * d * L, work=3 * 3 * L * TOKENS * 2 * d * 4 * d)
+    check_size(parser, numbers=TOKENS * 4 * d * L, work=3 * 3 * L * TOKENS * 2 * d * 4 * d,
+               knobs=("--depth", "--d-model"))
 
     torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
     torch.manual_seed(args.seed)
@@ -139,7 +141,7 @@ def main():
 
     sizes = {name: gradient_sizes(sublayers, x0, u, wiring)
              for name, wiring in (("plain", plain), ("residual", residual), ("cancelling", cancelling))}
-    print(f"{L} random feed-forward sublayers, d={d}, weights x {scale:g}; "
+    print(f"{L} random feed-forward sublayer{'s' * (L > 1)}, d={d}, weights x {scale:g}; "
           f"gradient of (u . output), size 1 at the top")
     print(f"  {'sublayers passed':>16}  {'plain F(x)':>12}  {'residual x + F(x)':>18}")
     shown = sorted({0, L} | {2 ** j for j in range(10) if 2 ** j < L})
@@ -155,9 +157,9 @@ def main():
     at_input = {name: s[L] for name, s in sizes.items()}
     residual_near = 1 / NEAR_ONE <= at_input["residual"] <= NEAR_ONE
     plain_lost = verdict_words(at_input["plain"]) != "kept its size"
-    print(f"at the input: plain {verdict_words(at_input['plain'])} ({at_input['plain']:.2e}); "
+    print(f"at the input: plain {verdict_words(at_input['plain'])} ({readable(at_input['plain'], 2)}); "
           f"residual {'stayed near 1' if residual_near else verdict_words(at_input['residual'])} "
-          f"({at_input['residual']:.2e})")
+          f"({readable(at_input['residual'], 2)})")
     print(f"  (lost = below 1/100 or above 100; near 1 = between 1/{NEAR_ONE:g} and {NEAR_ONE:g})")
     if plain_lost and residual_near:
         print("Verdict: as the page says: the residual path carried the gradient down; the plain stack lost it")
@@ -166,7 +168,7 @@ def main():
               "gradient and the residual one to keep it near 1")
     cancelled = at_input["cancelling"] < VANISHED
     print(f"residual wiring around sublayers that cancel their input, F(x) = FFN(x) - x: "
-          f"{at_input['cancelling']:.2e} at the input")
+          f"{readable(at_input['cancelling'], 2)} at the input")
     print("  (x + F(x) is then FFN(x), the plain stack again: the wiring alone promises nothing)")
     print(f"Verdict on 'a residual guarantees gradients never vanish': "
           f"{'wrong, as the page says (the gradient vanished anyway)' if cancelled else 'not refuted here'}")

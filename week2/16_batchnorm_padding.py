@@ -85,7 +85,8 @@ def main():
     B, T, P, d = args.batch, args.tokens, args.pad, args.d_model
     if B * T < 2:
         parser.error("BatchNorm needs at least 2 real tokens in the batch: raise --batch or --tokens")
-    check_size(parser, numbers=B * (T + P) * d, work=20 * B * (T + P) * d)
+    check_size(parser, numbers=B * (T + P) * d, work=20 * B * (T + P) * d,
+               knobs=("--batch", "--tokens", "--pad", "--d-model"))
 
     x = torch.from_numpy(np.random.default_rng(args.seed).standard_normal((B, T, d)))  # [B, T, d]
     pads = f"{P} padding position{'s' * (P != 1)}"

@@ -110,15 +110,17 @@ def main():
     parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B, sentences")
     parser.add_argument("--tgt-len", type=int_range(1, 256), default=4, help="T, target words")
     parser.add_argument("--src-len", type=int_range(1, 256), default=5, help="S, source words (the memory)")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="d, numbers per word")
-    parser.add_argument("--heads", type=int_range(1, 64), default=2, help="h, heads (must divide d)")
+    parser.add_argument("--d-model", type=int_range(1, 512), default=8,
+                        help="d, numbers per word (a multiple of --heads)")
+    parser.add_argument("--heads", type=int_range(1, 64), default=2, help="h, heads (must divide --d-model)")
     parser.add_argument("--d-ff", type=int_range(1, 2048), default=16, help="f, feed-forward width")
     args = parser.parse_args()
     B, T, S, d, h, f = args.batch, args.tgt_len, args.src_len, args.d_model, args.heads, args.d_ff
     if d % h:
         parser.error(f"--d-model {d} is not divisible by --heads {h}")
     check_size(parser, numbers=max(B * h * T * S, B * h * T * T, B * max(T, S) * max(d, f)),
-               work=6 * B * (T * (8 * d * d + 2 * d * f) + S * 2 * d * d + 2 * T * (T + S) * d))  # 6 passes
+               work=6 * B * (T * (8 * d * d + 2 * d * f) + S * 2 * d * d + 2 * T * (T + S) * d),
+               knobs=("--batch", "--tgt-len", "--src-len", "--d-model", "--heads", "--d-ff"))  # 6 passes
 
     torch.manual_seed(args.seed)
     kwargs = dict(dropout=0.0, batch_first=True, dtype=torch.float64)
