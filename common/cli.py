@@ -121,9 +121,14 @@ def lesson_parser(script, description, try_it):
     return parser
 
 
-def at_defaults(parser, args, ignore=("figure",)):
-    """True when every knob (but those in `ignore`) has its default value: the page's setup."""
-    return all(value == parser.get_default(name) for name, value in vars(args).items() if name not in ignore)
+NOT_KNOBS = ("figure", "live")  # flags that change where results go, never what is computed
+
+
+def at_defaults(parser, args, ignore=()):
+    """True when every knob (but NOT_KNOBS and those in `ignore`) has its default value: the
+    page's setup."""
+    return all(value == parser.get_default(name) for name, value in vars(args).items()
+               if name not in NOT_KNOBS + tuple(ignore))
 
 
 def check_size(parser, numbers=0, work=0, knobs=()):

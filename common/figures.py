@@ -27,11 +27,12 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 DPI = 100
 
 
-def figure_path(parser, args, default, ignore=("figure",)):
+def figure_path(parser, args, default, ignore=()):
     """Where this run saves its figure: --figure if given; else `default` (a path inside the
     repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when every knob but
     those in `ignore` (ones that change what is printed, not what is computed) has its
-    default value; else None (not saved)."""
+    default value (--live is never a knob: a live run prints and saves what the run without
+    it does); else None (not saved)."""
     if args.figure is not None:
         return args.figure
     if not at_defaults(parser, args, ignore):

@@ -10,14 +10,59 @@ Setup (the pages' own, reproduced exactly): one np.random.default_rng(42) for th
 loop; for each d_k, q then k, each standard_normal((20000, d_k)); Var is the population
 variance (.var()) of the 20,000 row-wise dot products. Drawing all the q's first, or
 using the sample variance (ddof=1), prints other last digits.
+
+--live opens a window with a d_k slider and the two spreads side by side; each width there
+is drawn from a fresh generator with --seed, as a run with that one --d-k would draw it.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.live import View, add_live, need_window, show
 
 import numpy as np
+
+WIDTHS = [2 ** j for j in range(11)]  # the live window's d_k: 1, 2, 4, ..., 1024
+RAW_REACH = 5 * 32  # the raw scores' axis: 5 standard deviations at d_k = 1024
+
+
+def dot_products(rng, pairs, d_k):
+    """`pairs` raw scores q.k, for q and k with d_k random entries of mean 0 and variance 1."""
+    q = rng.standard_normal((pairs, d_k))  # [pairs, d_k], mean 0, variance 1
+    k = rng.standard_normal((pairs, d_k))  # [pairs, d_k]
+    return (q * k).sum(axis=1)  # [pairs]: one raw score q.k per pair
+
+
+def live_view(seed, pairs):
+    """A d_k slider; the raw scores' spread and the scaled scores' spread, with their variances."""
+    from common.figures import plt
+
+    from matplotlib.widgets import Slider
+
+    dots = {d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k in WIDTHS}
+    fig, (raw_ax, scaled_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
+    fig.subplots_adjust(bottom=0.25, wspace=0.3)
+    slider = Slider(fig.add_axes((0.2, 0.08, 0.6, 0.05)), "d_k", 0, len(WIDTHS) - 1, valinit=6, valstep=1)
+
+    def update(j):
+        d_k = WIDTHS[int(j)]
+        slider.valtext.set_text(str(d_k))
+        raw, scaled = dots[d_k], dots[d_k] / np.sqrt(d_k)  # divide each score by sqrt(d_k)
+        for ax, values, title, color, reach in ((raw_ax, raw, "raw q.k", "tab:red", RAW_REACH),
+                                                (scaled_ax, scaled, "scaled q.k / sqrt(d_k)", "tab:blue", 5)):
+            ax.clear()
+            ax.hist(values, bins=np.linspace(-reach, reach, 61), color=color)
+            ax.set_xlim(-reach, reach)  # fixed axes: the raw spread visibly widens as d_k grows
+            ax.set_title(f"{title}: Var = {values.var():.2f}")
+            ax.set_xlabel("score")
+        raw_ax.set_ylabel(f"pairs (of {pairs:,})")
+        fig.suptitle(f"d_k = {d_k}: the raw spread grows like d_k, the scaled one stays near 1")
+        fig.canvas.draw_idle()
+
+    slider.on_changed(update)
+    update(slider.val)
+    return View(fig, {"d_k": slider})
 
 
 def main():
@@ -32,22 +77,24 @@ def main():
                         help="random (q, k) pairs per row")
     parser.add_argument("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256],
                         help="widths to try")
+    add_live(parser, "a d_k slider over 1..1024 and the two spreads")
     args = parser.parse_args()
     check_size(parser, numbers=args.pairs * max(args.d_k), work=args.pairs * sum(args.d_k),
                knobs=("--pairs", "--d-k"))
+    if args.live:
+        need_window(parser)
 
     rng = np.random.default_rng(args.seed)
     print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
           "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
     for d_k in args.d_k:
-        q = rng.standard_normal((args.pairs, d_k))  # [pairs, d_k], mean 0, variance 1
-        k = rng.standard_normal((args.pairs, d_k))  # [pairs, d_k]
-        dots = (q * k).sum(axis=1)  # [pairs]: one raw score q.k per pair
-        var = dots.var()
+        var = dot_products(rng, args.pairs, d_k).var()
         scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k
         print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
     # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
     # so softmax sees scores of the same spread whatever the head width.
+    if args.live:
+        show(live_view(args.seed, args.pairs))
 
 
 if __name__ == "__main__":

@@ -19,14 +19,19 @@ would make LN1 and LN2 interchangeable and a LayerNorm in the wrong place invisi
 torch's layer gets the same ones. Everything then
 runs in float64, so that the printed 'sat' numbers are the same on every CPU (in float32
 their last digit could depend on the CPU's kernels).
+
+--live is the page's "click the stages": a slider (or the arrow keys) over the eight stages
+above, drawing the grid at each with the 'sat' row boxed and its numbers written out.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
+from common.live import View, add_live, need_window, show
 from common.printing import n_params, vec
 
+import numpy as np
 import torch
 import torch.nn as nn
 
@@ -81,6 +86,68 @@ def give_norms_their_own_values(block, torch_layer):
             theirs.load_state_dict(mine.state_dict())
 
 
+def build(d, h, f, seed):
+    """The words x [1, 3, d], the ELI5 block, and the torch layer whose sublayers it re-uses."""
+    torch.manual_seed(seed)
+    x = torch.randn(1, len(WORDS), d).double()  # (batch 1, 3 words, d): "the cat sat" as a grid
+    torch_layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True).double().eval()
+    attention = CausalSelfAttention(torch_layer.self_attn)
+    ffn = nn.Sequential(torch_layer.linear1, nn.ReLU(), torch_layer.linear2)  # widen to f, fold back
+    block = TransformerBlock(d, attention, ffn).double().eval()
+    give_norms_their_own_values(block, torch_layer)
+    return x, block, torch_layer
+
+
+def stages(block, x):
+    """The grid after each stage of the block, in order: {stage name: [1, 3, d] (or [1, 3, f])}."""
+    normed = block.norm1(x)
+    attended = block.attention(normed)
+    mixed = x + attended  # move 1 done: words have looked at each other
+    normed2 = block.norm2(mixed)
+    hidden = torch.relu(block.ffn[0](normed2))  # the FFN widens each word to f numbers ...
+    thought = block.ffn[2](hidden)  # ... and folds it back to d
+    return {"input x": x, "LN1(x)": normed, "attention(LN1(x))": attended, "x + attention": mixed,
+            "LN2(x + attention)": normed2, "FFN hidden ReLU(. W_1 + b_1)": hidden,
+            "FFN out (. W_2 + b_2)": thought, "x + FFN out = block output": mixed + thought}  # move 2 done
+
+
+def live_view(d, h, f, seed):
+    """The page's "click the stages": a stage slider; the grid at that stage, the 'sat' row
+    boxed, its numbers written out."""
+    from common.figures import plt
+
+    from matplotlib.widgets import Slider
+
+    x, block, _ = build(d, h, f, seed)
+    with torch.no_grad():
+        grids = {name: value[0].numpy() for name, value in stages(block, x).items()}  # name -> [3, width]
+    names = list(grids)
+    fig = plt.figure(figsize=(11, 5.5))
+    ax = fig.add_axes((0.12, 0.32, 0.76, 0.5))
+    slider = Slider(fig.add_axes((0.25, 0.1, 0.5, 0.05)), "stage", 0, len(names) - 1, valinit=0, valstep=1)
+    reach = max(abs(g).max() for g in grids.values())
+
+    def update(i):
+        name = names[int(i)]
+        values = grids[name]  # [3 words, width]
+        slider.valtext.set_text(f"{int(i) + 1} of {len(names)}")
+        ax.clear()
+        ax.imshow(values, cmap="coolwarm", vmin=-reach, vmax=reach, aspect="auto")
+        if values.shape[1] <= 16:  # small grids: every number in its cell
+            for (row, col), v in np.ndenumerate(values):
+                ax.text(col, row, f"{v:.2f}", ha="center", va="center", fontsize=9)
+        ax.add_patch(plt.Rectangle((-0.5, 1.5), values.shape[1], 1, fill=False, edgecolor="black", linewidth=3))
+        ax.set_yticks(range(len(WORDS)), WORDS)
+        ax.set_xlabel(f"meaning columns ({values.shape[1]})")
+        ax.set_title(f"{name}: [{values.shape[0]} x {values.shape[1]}]\n'sat' row: {vec(values[-1], 2, shown=8)}")
+        fig.canvas.draw_idle()
+
+    slider.on_changed(update)
+    update(0)
+    fig.suptitle("One block: attention rewrites the sat row; the FFN widens it and folds it back")
+    return View(fig, {"stage": slider})
+
+
 def grid(t):
     return " x ".join(map(str, t.shape[-2:]))
 
@@ -96,34 +163,24 @@ def main():
     parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (must divide --d-model)")
     parser.add_argument("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width")
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
+    add_live(parser, "a stage slider: the [3 x d] grid at each stage, the 'sat' row boxed")
     args = parser.parse_args()
     d, h, f = args.d_model, args.heads, args.d_ff
     if d % h:
         parser.error(f"--d-model {d} is not divisible by --heads {h}")
+    if args.live:
+        need_window(parser)
 
-    torch.manual_seed(args.seed)
-    x = torch.randn(1, len(WORDS), d).double()  # (batch 1, 3 words, d): "the cat sat" as a grid
-    torch_layer = nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True).double().eval()
-    attention = CausalSelfAttention(torch_layer.self_attn)
-    ffn = nn.Sequential(torch_layer.linear1, nn.ReLU(), torch_layer.linear2)  # widen to f, fold back
-    block = TransformerBlock(d, attention, ffn).double().eval()
-    give_norms_their_own_values(block, torch_layer)
+    x, block, torch_layer = build(d, h, f, args.seed)
+    attention = block.attention
 
     with torch.no_grad():
-        normed = block.norm1(x)
-        attended = block.attention(normed)
-        mixed = x + attended  # move 1 done: words have looked at each other
-        normed2 = block.norm2(mixed)
-        hidden = torch.relu(ffn[0](normed2))  # the FFN widens each word to f numbers ...
-        thought = ffn[2](hidden)  # ... and folds it back to d
-        out = mixed + thought  # move 2 done: each word has thought alone
+        grids = stages(block, x)
         print(f"words {WORDS}: a [{grid(x)}] grid, one row per word, columns = meaning")
         print(f"  {'stage':<30}{'grid':<10}the 'sat' row")
-        for name, value in (("input x", x), ("LN1(x)", normed), ("attention(LN1(x))", attended),
-                            ("x + attention", mixed), ("LN2(x + attention)", normed2),
-                            ("FFN hidden ReLU(. W_1 + b_1)", hidden), ("FFN out (. W_2 + b_2)", thought),
-                            ("x + FFN out = block output", out)):
+        for name, value in grids.items():
             print(f"  {name:<30}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
+        normed, mixed = grids["LN1(x)"], grids["x + attention"]
         print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
               f"{f} numbers and folds it back to {d})")
 
@@ -153,6 +210,8 @@ def main():
           f"Week 1 formula 4d^2+2df+f+9d={formula:,}")
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
           "original paper = post-norm (after each residual addition)")
+    if args.live:
+        show(live_view(d, h, f, args.seed))
 
 
 if __name__ == "__main__":
