@@ -79,6 +79,15 @@ def need_window(parser):
         plt.rcParams[name] = [k for k in plt.rcParams[name] if k != key]
 
 
+def add_slider(fig, label, lo, hi, value, row=0, step=1):
+    """A slider along the bottom of the window (row 0 lowest), moving in whole steps unless
+    `step` says otherwise; the figure leaves room below its plots for one row per slider."""
+    from matplotlib.widgets import Slider
+
+    return Slider(fig.add_axes((0.2, 0.05 + 0.07 * row, 0.6, 0.04)), label, lo, hi, valinit=value, valstep=step,
+                  initcolor="none")
+
+
 def arrow_keys(fig, sliders):
     """Left/right (or down/up) move the active slider one step; clicking a slider makes it active."""
     active = [sliders[0]]

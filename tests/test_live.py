@@ -135,3 +135,20 @@ def test_one_block_stage_slider_draws_each_printed_sat_row(monkeypatch, capsys):
         assert view.fig.axes[0].get_title().endswith(f"'sat' row: {row}")
         shown = view.fig.axes[0].images[0].get_array()
         assert shown.shape[0] == 3
+
+
+# ---------------------------------------------------------------- week1/11: saturation
+
+def test_saturation_slider_draws_the_printed_means(monkeypatch, capsys):
+    name = "week1/11_softmax_saturation"
+    view = load_script(name).live_view(42, 32, 16)
+    for j, d_k in ((2, 4), (8, 256), (9, 512)):
+        view.widgets["d_k"].set_val(j)
+        out = printed(monkeypatch, capsys, name, "--d-k", str(d_k), "1024", "--sentences", "32",
+                      "--figure", os.devnull + ".png" if os.name != "nt" else "NUL.png")
+        row = next(line for line in out.splitlines() if line.strip().startswith(f"{d_k} |"))
+        numbers = re.findall(r"\d\.\d{3}", row)
+        assert view.fig.axes[1].get_title().endswith(
+            f"unscaled {numbers[0]}, {numbers[1]}; scaled {numbers[2]}, {numbers[3]}")
+        heights = [bar.get_height() for bar in view.fig.axes[1].patches]
+        assert [f"{h:.3f}" for h in heights] == numbers

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
-from common.live import View, add_live, need_window, show
+from common.live import View, add_live, add_slider, need_window, show
 
 import numpy as np
 
@@ -36,27 +36,30 @@ def dot_products(rng, pairs, d_k):
 
 def live_view(seed, pairs):
     """A d_k slider; the raw scores' spread and the scaled scores' spread, with their variances."""
-    from common.figures import plt
-
-    from matplotlib.widgets import Slider
+    from common.figures import plt  # only a window needs matplotlib
 
     dots = {d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k in WIDTHS}
     fig, (raw_ax, scaled_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
     fig.subplots_adjust(bottom=0.25, wspace=0.3)
-    slider = Slider(fig.add_axes((0.2, 0.08, 0.6, 0.05)), "d_k", 0, len(WIDTHS) - 1, valinit=6, valstep=1)
+    slider = add_slider(fig, "d_k", 0, len(WIDTHS) - 1, 6)
+
+    panels = {}
+    for ax, title, color, reach in ((raw_ax, "raw q.k", "tab:red", RAW_REACH),
+                                    (scaled_ax, "scaled q.k / sqrt(d_k)", "tab:blue", 5)):
+        edges = np.linspace(-reach, reach, 61)
+        _, _, bars = ax.hist(np.zeros(0), bins=edges, color=color)
+        ax.set(xlim=(-reach, reach), ylim=(0, pairs / 4), xlabel="score")  # fixed: the raw spread visibly widens
+        panels[title] = (ax, edges, bars)
+    raw_ax.set_ylabel(f"pairs (of {pairs:,})")
 
     def update(j):
         d_k = WIDTHS[int(j)]
         slider.valtext.set_text(str(d_k))
-        raw, scaled = dots[d_k], dots[d_k] / np.sqrt(d_k)  # divide each score by sqrt(d_k)
-        for ax, values, title, color, reach in ((raw_ax, raw, "raw q.k", "tab:red", RAW_REACH),
-                                                (scaled_ax, scaled, "scaled q.k / sqrt(d_k)", "tab:blue", 5)):
-            ax.clear()
-            ax.hist(values, bins=np.linspace(-reach, reach, 61), color=color)
-            ax.set_xlim(-reach, reach)  # fixed axes: the raw spread visibly widens as d_k grows
+        raw = dots[d_k]
+        for (title, (ax, edges, bars)), values in zip(panels.items(), (raw, raw / np.sqrt(d_k)), strict=True):
+            for bar, height in zip(bars, np.histogram(values, bins=edges)[0], strict=True):
+                bar.set_height(height)
             ax.set_title(f"{title}: Var = {values.var():.2f}")
-            ax.set_xlabel("score")
-        raw_ax.set_ylabel(f"pairs (of {pairs:,})")
         fig.suptitle(f"d_k = {d_k}: the raw spread grows like d_k, the scaled one stays near 1")
         fig.canvas.draw_idle()
 

@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
-from common.live import View, add_live, need_window, show
+from common.live import View, add_live, add_slider, need_window, show
 from common.printing import n_params, vec
 
 import numpy as np
@@ -114,9 +114,7 @@ def stages(block, x):
 def live_view(d, h, f, seed):
     """The page's "click the stages": a stage slider; the grid at that stage, the 'sat' row
     boxed, its numbers written out."""
-    from common.figures import plt
-
-    from matplotlib.widgets import Slider
+    from common.figures import plt  # only a window needs matplotlib
 
     x, block, _ = build(d, h, f, seed)
     with torch.no_grad():
@@ -124,7 +122,7 @@ def live_view(d, h, f, seed):
     names = list(grids)
     fig = plt.figure(figsize=(11, 5.5))
     ax = fig.add_axes((0.12, 0.32, 0.76, 0.5))
-    slider = Slider(fig.add_axes((0.25, 0.1, 0.5, 0.05)), "stage", 0, len(names) - 1, valinit=0, valstep=1)
+    slider = add_slider(fig, "stage", 0, len(names) - 1, 0)
     reach = max(abs(g).max() for g in grids.values())
 
     def update(i):

@@ -42,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import View, add_live, add_slider, need_window, show
 
 import numpy as np
 import torch
@@ -58,6 +59,56 @@ def scores(Q, K, scaled):
     """Q K^T [B, T, T], divided by sqrt(d_k) if scaled."""
     raw = Q @ K.transpose(-2, -1)  # [B, T, T]: one dot product q.k per (query, key)
     return raw / math.sqrt(Q.shape[-1]) if scaled else raw
+
+
+def queries_and_keys(rng, B, T, d_k):
+    """Q then K, each [B, T, d_k] of standard normals (float64), from the generator rng."""
+    Q = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k]
+    K = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k]
+    return Q, K
+
+
+def live_view(seed, B, T):
+    """A d_k slider; one query's softmax weights over its T keys, unscaled and scaled; the
+    means over all B x T rows of the largest weight and of the gradient, as the table prints
+    them. Each width is drawn from a fresh generator with `seed`, as the first width of a run."""
+    widths = [2 ** j for j in range(11)]  # 1 .. 1024
+    rows, means = {}, {}
+    for d_k in widths:
+        Q, K = queries_and_keys(np.random.default_rng(seed), B, T, d_k)
+        for name in ("unscaled", "scaled"):
+            S = scores(Q, K, scaled=name == "scaled")
+            rows[d_k, name] = torch.softmax(S[0, 0], dim=-1).numpy()  # sentence 1, query 1: [T]
+            means[d_k, name] = saturation(S)
+    fig, (row_ax, mean_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
+    fig.subplots_adjust(bottom=0.25, top=0.8, wspace=0.3)
+    slider = add_slider(fig, "d_k", 0, len(widths) - 1, 6)
+    colors = {"unscaled": "tab:red", "scaled": "tab:blue"}
+    bars = {name: row_ax.bar(np.arange(T) + shift, np.zeros(T), width=0.4, color=colors[name], label=name)
+            for shift, name in ((-0.2, "unscaled"), (0.2, "scaled"))}
+    row_ax.set(ylim=(0, 1), xlabel="key", ylabel="softmax weight", title="one query's weights over its keys")
+    row_ax.legend(loc="upper right")
+    mean_bars = mean_ax.bar([-0.2, 0.2, 0.8, 1.2], np.zeros(4), width=0.35, edgecolor="white",
+                            color=[colors["unscaled"]] * 2 + [colors["scaled"]] * 2, hatch=["", "//"] * 2)
+    mean_ax.set_xticks([-0.2, 0.2, 0.8, 1.2], ["largest\nweight", "gradient"] * 2)
+    mean_ax.set_ylim(0, 1)
+
+    def update(j):
+        d_k = widths[int(j)]
+        slider.valtext.set_text(str(d_k))
+        for name, bar_set in bars.items():
+            for bar, height in zip(bar_set, rows[d_k, name], strict=True):
+                bar.set_height(height)
+        (w_u, g_u), (w_s, g_s) = means[d_k, "unscaled"], means[d_k, "scaled"]
+        for bar, height in zip(mean_bars, (w_u, g_u, w_s, g_s), strict=True):
+            bar.set_height(height)
+        mean_ax.set_title(f"means over {B * T:,} rows\nunscaled {w_u:.3f}, {g_u:.3f}; scaled {w_s:.3f}, {g_s:.3f}")
+        fig.suptitle(f"d_k = {d_k}: unscaled, the softmax turns one-hot and its gradient fades; scaled, neither")
+        fig.canvas.draw_idle()
+
+    slider.on_changed(update)
+    update(slider.val)
+    return View(fig, {"d_k": slider})
 
 
 def saturation(S):
@@ -117,6 +168,7 @@ def main():
     parser.add_argument("--tokens", type=int_range(2, 64), default=16,
                         help="T, words (keys) per sentence (above 32, the size limit may ask for fewer --sentences)")
     parser.add_argument("--figure", type=png_path, default=None, help="where to save the figure")
+    add_live(parser, "a d_k slider over 1..1024: one query's weights, and the means of the table")
     args = parser.parse_args()
     B, T, widths = args.sentences, args.tokens, sorted(set(args.d_k))
     if len(widths) < 2:
@@ -126,6 +178,8 @@ def main():
     check_size(parser, numbers=B * T * max(widths + [T]),
                work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in widths),
                knobs=("--sentences", "--tokens", "--d-k"))
+    if args.live:
+        need_window(parser)
 
     torch.set_num_threads(1)  # small matrices: more threads only add waiting
     rng = np.random.default_rng(args.seed)
@@ -135,8 +189,7 @@ def main():
     print(f"{'d_k':>6} | {'unscaled: largest weight':>24} {'gradient':>9} | {'scaled: largest weight':>22} "
           f"{'gradient':>9}")
     for d_k in widths:
-        Q = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k], float64
-        K = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k]
+        Q, K = queries_and_keys(rng, B, T, d_k)
         for name in results:
             results[name].append(saturation(scores(Q, K, scaled=name == "scaled")))
         (w_u, g_u), (w_s, g_s) = results["unscaled"][-1], results["scaled"][-1]
@@ -176,6 +229,8 @@ def main():
     # same spread at every width, so it neither saturates nor stops passing gradient back.
 
     print(save_figure(plot(widths, T, results), figure_path(parser, args, FIGURE)))
+    if args.live:
+        show(live_view(args.seed, B, T))
 
 
 if __name__ == "__main__":
