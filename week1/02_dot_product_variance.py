@@ -19,6 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 
 import numpy as np
@@ -36,8 +37,6 @@ def dot_products(rng, pairs, d_k):
 
 def live_view(seed, pairs):
     """A d_k slider; the raw scores' spread and the scaled scores' spread, with their variances."""
-    from common.figures import plt  # only a window needs matplotlib
-
     dots = {d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k in WIDTHS}
     fig, (raw_ax, scaled_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
     fig.subplots_adjust(bottom=0.25, wspace=0.3)

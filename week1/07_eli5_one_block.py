@@ -28,6 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
+from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import n_params, vec
 
@@ -114,8 +115,6 @@ def stages(block, x):
 def live_view(d, h, f, seed):
     """The page's "click the stages": a stage slider; the grid at that stage, the 'sat' row
     boxed, its numbers written out."""
-    from common.figures import plt  # only a window needs matplotlib
-
     x, block, _ = build(d, h, f, seed)
     with torch.no_grad():
         grids = {name: value[0].numpy() for name, value in stages(block, x).items()}  # name -> [3, width]
