@@ -152,3 +152,102 @@ def test_saturation_slider_draws_the_printed_means(monkeypatch, capsys):
             f"unscaled {numbers[0]}, {numbers[1]}; scaled {numbers[2]}, {numbers[3]}")
         heights = [bar.get_height() for bar in view.fig.axes[1].patches]
         assert [f"{h:.3f}" for h in heights] == numbers
+
+
+# ---------------------------------------------------------------- week2/01: the causal mask
+
+def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
+    name = "week2/01_causal_mask"
+    view = load_script(name).live_view(3)
+    for T, i in ((6, 2), (9, 9), (4, 12)):
+        view.widgets["T"].set_val(T)
+        view.widgets["row"].set_val(i)
+        out = printed(monkeypatch, capsys, name, "--seed", "3", "--seq-len", str(T))
+        row = min(i, T)
+        line = next(line for line in out.splitlines() if line.startswith(f"row {row}: "))
+        drawn = [bar.get_height() for bar in view.fig.axes[1].patches]
+        assert line.startswith(f"row {row}: [{', '.join(f'{w:.4f}' for w in drawn)}]; sum=")
+        assert view.fig.axes[1].get_title() == (f"row {row}: {row} visible word{'s' * (row > 1)}; "
+                                                f"sum = {line.split('sum=')[1]}")
+        assert view.fig.axes[0].images[0].get_array().shape == (T, T)
+
+
+# ---------------------------------------------------------------- week2/03: positions
+
+def test_positional_encoding_sliders_draw_the_printed_tags(monkeypatch, capsys):
+    name = "week2/03_sinusoidal_pe"
+    module = load_script(name)
+    view = module.live_view()
+    out = printed(monkeypatch, capsys, name)
+    hand_check = re.search(r"PE\(1\)=(\[[^\]]+\])", out).group(1)
+    view.widgets["d_model"].set_val(4)
+    view.widgets["position"].set_val(1)
+    assert "[" + ", ".join(f"{b.get_height():.4f}" for b in view.fig.axes[1].patches) + "]" == hand_check
+    for p, d in ((7, 16), (49, 64), (0, 2)):
+        view.widgets["d_model"].set_val(d)
+        view.widgets["position"].set_val(p)
+        drawn = [b.get_height() for b in view.fig.axes[1].patches]
+        torch_form = module.torch_pe(50, d)[p].tolist()  # the lesson's independent torch form
+        assert drawn == pytest.approx(torch_form, abs=1e-5)
+        assert view.fig.axes[1].get_title() == f"PE({p}): squared length {d / 2:.4f} = d/2 = {d / 2:g}"
+        assert view.fig.axes[0].images[0].get_array().shape == (50, d)
+
+
+# ---------------------------------------------------------------- week2/05: label smoothing
+
+def test_label_smoothing_slider_draws_the_printed_target_and_losses(monkeypatch, capsys):
+    name = "week2/05_label_smoothing"
+    view = load_script(name).live_view([0.6, 0.1, 1.8, 0.5], 2)
+    for epsilon in ("0.1", "0.3", "0"):
+        view.widgets["epsilon"].set_val(float(epsilon))
+        out = printed(monkeypatch, capsys, name, "--epsilon", epsilon)
+        target = re.search(r"^target=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
+        hand, by_torch = re.search(r"hand-built loss=([\d.]+); torch label_smoothing=\S+ loss=([\d.]+)", out).groups()
+        target_ax, loss_ax = view.fig.axes[:2]
+        assert [f"{bar.get_height():.3f}" for bar in target_ax.patches[:4]] == target
+        assert loss_ax.get_title() == f"loss: by hand {hand}\ntorch {by_torch}"
+
+
+# ---------------------------------------------------------------- week2/06: the warm-up schedule
+
+def test_warmup_sliders_draw_the_printed_peak(monkeypatch, capsys):
+    name = "week2/06_warmup_schedule"
+    view = load_script(name).live_view()
+    for w, d in ((4000, 512), (2000, 256), (7500, 64)):
+        view.widgets["warmup"].set_val(w)
+        view.widgets["d_model"].set_val(d)
+        out = printed(monkeypatch, capsys, name, "--warmup", str(w), "--d-model", str(d), "--steps", str(w),
+                      "--figure", str(run_all.ROOT / "build" / "live_test.png"))
+        lr = out.splitlines()[1].split()[1]
+        peak = re.search(r"peak: d=\d+ at step (\d+)", out).group(1)
+        assert view.fig.axes[0].get_title() == f"d = {d}, w = {w}: peak at step {peak}, lr = {lr}"
+        curve = view.fig.axes[0].lines[0].get_ydata()
+        assert f"{curve[int(peak) - 1]:.10f}" == lr
+
+
+# ---------------------------------------------------------------- week2/10: a head picker
+
+def test_head_picker_draws_each_printed_head_and_the_blend(monkeypatch, capsys):
+    name = "week2/10_eli5_causal_self_attention"
+    module = load_script(name)
+    view = module.live_view(6, 8, 4, 42)
+    out = printed(monkeypatch, capsys, name, "--seq", "6", "--heads", "4")
+    for i in range(1, 5):
+        view.widgets["head"].set_val(i)
+        last_row = re.search(rf"^head {i}: .* last row=\[([^\]]+)\]", out, flags=re.M).group(1)
+        at_2_decimals = ", ".join(f"{float(w):.2f}" for w in last_row.split(", "))
+        assert view.fig.axes[0].get_title() == f"head {i}: last row=[{at_2_decimals}]"
+        bars = view.fig.axes[1].patches
+        alone = [bar.get_height() for bar in bars[8:]]
+        blended = [bar.get_height() for bar in bars[:8]]
+        assert alone != blended
+    # The four heads alone add up to the blend, plus the bias counted three times too many.
+    heads_alone = []
+    for i in range(1, 5):
+        view.widgets["head"].set_val(i)
+        heads_alone.append([bar.get_height() for bar in view.fig.axes[1].patches[8:]])
+    _, q, k, v, mask, _, _, _ = module.snippet(6, 8, 42)
+    concat = module.split_into_heads(q, k, v, 4, mask)[-1]
+    W_O = module.nn.Linear(8, 8)  # drawn right after the snippet, as the view draws it
+    total = [sum(column) - 3 * b for column, b in zip(zip(*heads_alone, strict=True), W_O.bias.tolist(), strict=True)]
+    assert total == pytest.approx(W_O(concat)[-1].tolist(), abs=1e-5)

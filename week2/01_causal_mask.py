@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import View, add_live, add_slider, need_window, show
 from common.maths import softmax
 from common.printing import vec
 
@@ -38,6 +39,52 @@ FIGURE = Path(__file__).resolve().parent / "figures" / "causal_mask.png"
 def causal_mask(T):
     """[T, T] with 1 where key j is in query i's future (j > i): the cells to block."""
     return np.triu(np.ones((T, T), dtype=int), k=1)
+
+
+def masked_weights(scores, mask):
+    """softmax over each row of the scores, the future (mask == 1) set to -inf first: [T, T]."""
+    masked_scores = np.where(mask == 1, -np.inf, scores)  # block the future in the scores
+    return softmax(masked_scores, axis=-1)  # exp(-inf) = 0
+
+
+def live_view(seed):
+    """A T slider and a row picker: the mask and the masked weights of random T x T scores
+    (from np.random.default_rng(seed), as --seed SEED --seq-len T draws them); the chosen
+    row's weights as bars, with their sum."""
+    fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(12, 6))
+    fig.subplots_adjust(bottom=0.28, wspace=0.3)
+    T_slider = add_slider(fig, "T", 1, 12, 6, row=1)
+    row_slider = add_slider(fig, "row i", 1, 12, 3)
+
+    def update(_):
+        T = int(T_slider.val)
+        i = min(int(row_slider.val), T)  # the row picker stops at the last row
+        scores = np.random.default_rng(seed).standard_normal((T, T))
+        mask = causal_mask(T)
+        weights = masked_weights(scores, mask)
+        grid_ax.clear()
+        grid_ax.imshow(np.ma.masked_where(mask == 1, weights), cmap="viridis", vmin=0, vmax=1)
+        grid_ax.imshow(np.ma.masked_where(mask == 0, mask), cmap="Greys", vmin=0, vmax=3)  # blocked: grey
+        grid_ax.add_patch(plt.Rectangle((-0.5, i - 1.5), T, 1, fill=False, edgecolor="red", linewidth=3))
+        for r, total in enumerate(weights.sum(axis=1)):
+            grid_ax.text(T - 0.3, r, f"sum {total:.2f}", va="center", fontsize=9)
+        row_slider.valtext.set_text(str(i))
+        grid_ax.set_xticks(range(T), [str(j + 1) for j in range(T)])
+        grid_ax.set_yticks(range(T), [str(r + 1) for r in range(T)])
+        grid_ax.set(xlabel="key j (the word looked at)", ylabel="query i (the word being written)",
+                    title=f"weights, T={T}: grey cells blocked ({int(mask.sum())} = T(T-1)/2)")
+        row_ax.clear()
+        row_ax.bar(np.arange(1, T + 1), weights[i - 1], color=["tab:blue"] * i + ["0.8"] * (T - i))
+        row_ax.set_xticks(range(1, T + 1))
+        row_ax.set(ylim=(0, 1), xlabel="key j", ylabel="weight",
+                   title=f"row {i}: {i} visible word{'s' * (i > 1)}; sum = {weights[i - 1].sum():.4f}")
+        fig.suptitle(f"Causal mask: row i sees words 1..i only (random scores, seed {seed})")
+        fig.canvas.draw_idle()
+
+    T_slider.on_changed(update)
+    row_slider.on_changed(update)
+    update(None)
+    return View(fig, {"T": T_slider, "row": row_slider})
 
 
 def plot(weights, mask):
@@ -76,9 +123,13 @@ def main():
     parser.add_argument("--seq-len", type=int_range(1, 12), default=4, help="T for random scores (needs --seed)")
     parser.add_argument("--figure", type=png_path, help="save Figure 1 here; a default run saves it to "
                         "week2/figures/causal_mask.png")
+    add_live(parser, "a T slider and a row picker: the mask, the weights and each row's sum (random scores "
+             "from --seed, 0 if not given)")
     args = parser.parse_args()
     if args.seed is None and args.seq_len != 4:
         parser.error("--seq-len needs --seed (the hand-written scores are 4x4)")
+    if args.live:
+        need_window(parser)
 
     scores = SCORES if args.seed is None else np.random.default_rng(args.seed).standard_normal(
         (args.seq_len, args.seq_len))
@@ -89,8 +140,7 @@ def main():
     print(f"blocked cells={mask.sum()} = T(T-1)/2 = {T * (T - 1) // 2}; "
           f"diagonal blocked={bool(mask.diagonal().any())}")
 
-    masked_scores = np.where(mask == 1, -np.inf, scores)  # block the future in the scores
-    weights = softmax(masked_scores, axis=-1)  # [T, T]; exp(-inf) = 0
+    weights = masked_weights(scores, mask)  # [T, T]
     print("weights after masking the scores (rows = queries, columns = keys):")
     for i in range(T):
         print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
@@ -115,6 +165,8 @@ def main():
     # the same two words get less, and the missing share is simply lost.
 
     print(save_figure(plot(weights, mask), figure_path(parser, args, FIGURE)))
+    if args.live:
+        show(live_view(0 if args.seed is None else args.seed))
 
 
 if __name__ == "__main__":

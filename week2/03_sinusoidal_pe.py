@@ -23,10 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import check_size, int_range, lesson_parser
+from common.figures import plt
+from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
 
 import numpy as np
 import torch
+
+LIVE_POSITIONS = 50  # rows of the live window's table
 
 
 def sinusoidal_pe(max_len, d):
@@ -61,6 +65,36 @@ def rotation(k, d):
     return R
 
 
+def live_view():
+    """A position slider and a d_model slider: the PE table of positions 0..49 with row p
+    boxed, and PE(p) itself as bars, with its squared length (always d/2)."""
+    fig, (table_ax, row_ax) = plt.subplots(1, 2, figsize=(12, 6), width_ratios=(3, 2))
+    fig.subplots_adjust(bottom=0.28, wspace=0.25)
+    p_slider = add_slider(fig, "position p", 0, LIVE_POSITIONS - 1, 1, row=1)
+    d_slider = add_slider(fig, "d_model", 2, 64, 16, step=2)
+
+    def update(_):
+        p, d = int(p_slider.val), int(d_slider.val)
+        pe = sinusoidal_pe(LIVE_POSITIONS, d)  # [positions, d]
+        table_ax.clear()
+        table_ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+        table_ax.add_patch(plt.Rectangle((-0.5, p - 0.5), d, 1, fill=False, edgecolor="black", linewidth=2.5))
+        table_ax.set(xlabel="coordinate (even: sin, odd: cos)", ylabel="position p",
+                     title=f"PE table, positions 0..{LIVE_POSITIONS - 1}, d = {d}")
+        row_ax.clear()
+        row_ax.bar(range(d), pe[p], color=["tab:orange", "tab:purple"] * (d // 2))
+        row_ax.xaxis.get_major_locator().set_params(integer=True)
+        row_ax.set(ylim=(-1.05, 1.05), xlabel="coordinate (orange: sin, purple: cos)",
+                   title=f"PE({p}): squared length {(pe[p] ** 2).sum():.4f} = d/2 = {d / 2:g}")
+        fig.suptitle("Each sin/cos pair turns at its own speed; every entry stays in [-1, 1]")
+        fig.canvas.draw_idle()
+
+    p_slider.on_changed(update)
+    d_slider.on_changed(update)
+    update(None)
+    return View(fig, {"position": p_slider, "d_model": d_slider})
+
+
 def main():
     parser = lesson_parser(__file__, "Sinusoidal positional encoding: formula, hand-check, bounds, "
                            "length, rotation (Week 2, section 5).", try_it=[
@@ -71,6 +105,7 @@ def main():
                         help="positions 0..max_len-1 (above every --offset)")
     parser.add_argument("--offset", type=int_range(1, 9999), nargs="+", default=[1, 3],
                         help="offsets k for the rotation check, each below --max-len")
+    add_live(parser, "a position slider and a d_model slider: the PE table with the chosen row marked")
     args = parser.parse_args()
     d, max_len = args.d_model, args.max_len
     if d % 2:
@@ -79,6 +114,8 @@ def main():
         parser.error(f"--offset must be below --max-len {max_len} (got {max(args.offset)})")
     check_size(parser, numbers=max_len * d, work=len(args.offset) * max_len * d * d,
                knobs=("--max-len", "--d-model", "--offset (fewer values)"))
+    if args.live:
+        need_window(parser)
 
     pe = sinusoidal_pe(max_len, d)  # [max_len, d]
     gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()
@@ -106,6 +143,8 @@ def main():
         print(f"max |PE(p+{k}) - R({k}) PE(p)|={err:.8f}")
     # Zero up to float rounding for every p: "k steps later" is the same linear map
     # (a rotation of each sin/cos pair) wherever you are in the sentence.
+    if args.live:
+        show(live_view())
 
 
 if __name__ == "__main__":

@@ -27,8 +27,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import float_range, int_range, lesson_parser
+from common.figures import plt
+from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 
@@ -45,6 +48,50 @@ def gold_exact_target(V, gold, epsilon):
     q = torch.full((V,), epsilon / (V - 1))
     q[gold] = 1 - epsilon
     return q
+
+
+def smoothed_loss(z, q):
+    """-sum_i q_i log softmax(z)_i: the cross-entropy of the scores z against the target q."""
+    return -(q * torch.log_softmax(z, dim=-1)).sum()
+
+
+def torch_loss(z, gold, epsilon):
+    """torch's own: cross_entropy with label_smoothing=epsilon."""
+    return F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
+
+
+def live_view(logits, gold):
+    """An epsilon slider: the smoothed target q beside the model's softmax(z), and the
+    hand-built loss beside torch's (and the plain cross-entropy, epsilon 0)."""
+    z = torch.tensor(logits)  # [V], float32
+    V = len(z)
+    fig, (target_ax, loss_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
+    fig.subplots_adjust(bottom=0.22, top=0.82, wspace=0.3)
+    slider = add_slider(fig, "epsilon", 0, 0.99, 0.1, step=0.01)
+    words = [f"{'gold ' if i == gold else ''}{i}" for i in range(V)]
+    p = torch.softmax(z, dim=-1).numpy()
+
+    def update(epsilon):
+        q = smoothed_target(V, gold, epsilon)
+        hand, by_torch = smoothed_loss(z, q).item(), torch_loss(z, gold, epsilon).item()
+        plain = torch_loss(z, gold, 0.0).item()
+        target_ax.clear()
+        target_ax.bar(np.arange(V) - 0.2, q.numpy(), width=0.4, color="tab:green", label="target q (smoothed)")
+        target_ax.bar(np.arange(V) + 0.2, p, width=0.4, color="0.6", label="model softmax(z)")
+        target_ax.set_xticks(range(V), words, rotation=90 if V > 12 else 0)
+        target_ax.set(ylim=(0, 1), ylabel="probability",
+                      title=f"q = {1 - epsilon + epsilon / V:.3f} on gold, {epsilon / V:.3f} on each other")
+        target_ax.legend(loc="upper left")
+        loss_ax.clear()
+        loss_ax.bar([0, 1, 2], [hand, by_torch, plain], color=["tab:green", "tab:blue", "0.6"])
+        loss_ax.set_xticks([0, 1, 2], ["by hand", "torch", "plain CE\n(epsilon 0)"])
+        loss_ax.set(ylabel="loss", title=f"loss: by hand {hand:.8f}\ntorch {by_torch:.8f}")
+        fig.suptitle(f"Label smoothing, epsilon = {epsilon:.2f}: the gold word gets 1 - epsilon + epsilon/V")
+        fig.canvas.draw_idle()
+
+    slider.on_changed(update)
+    update(slider.val)
+    return View(fig, {"epsilon": slider})
 
 
 def relative_gap(a, b):
@@ -66,18 +113,20 @@ def main():
     parser.add_argument("--gold", type=int_range(0, 999), default=2,
                         help="index of the right word, from 0 (below the number of --logits)")
     parser.add_argument("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing")
+    add_live(parser, "an epsilon slider: the smoothed target, and the loss by hand beside torch's")
     args = parser.parse_args()
     V, gold, epsilon = len(args.logits), args.gold, args.epsilon
     if not 2 <= V <= 1000 or gold >= V:
         parser.error(f"need 2 to 1000 --logits and --gold below their number (got {V} logits, --gold {gold})")
+    if args.live:
+        need_window(parser)
 
     z = torch.tensor(args.logits)  # [V], float32
     q = smoothed_target(V, gold, epsilon)
     print(f"V={V}, gold index={gold}, epsilon={epsilon:g}: q_i = (1 - epsilon)[i = y] + epsilon / V")
     print(f"target={vec(q, 3)}; sum={q.sum().item():.3f}")
 
-    hand = -(q * torch.log_softmax(z, dim=-1)).sum()
-    by_torch = F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
+    hand, by_torch = smoothed_loss(z, q), torch_loss(z, gold, epsilon)
     gap = relative_gap(hand.item(), by_torch.item())
     print(f"hand-built loss={hand.item():.8f}; torch label_smoothing={epsilon:g} loss="
           f"{by_torch.item():.8f}; equal={gap <= 1e-6}")
@@ -90,10 +139,12 @@ def main():
           f"sum={q5.sum().item():.2f}")
 
     other = gold_exact_target(V, gold, epsilon)
-    other_loss = -(other * torch.log_softmax(z, dim=-1)).sum()
+    other_loss = smoothed_loss(z, other)
     print(f"other convention (gold exactly 1 - epsilon): target={vec(other, 3)}; "
           f"loss={other_loss.item():.8f}; equal to torch={relative_gap(other_loss.item(), by_torch.item()) <= 1e-6}")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
+    if args.live:
+        show(live_view(args.logits, gold))
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import View, add_live, add_slider, need_window, show
 
 import numpy as np
 
@@ -25,6 +26,41 @@ FIGURE = Path(__file__).resolve().parent / "figures" / "warmup_schedule.png"
 def learning_rate(step, d_model, warmup=4000):
     step = np.asarray(step, dtype=float)
     return d_model ** -0.5 * np.minimum(step ** -0.5, step * warmup ** -1.5)
+
+
+def peak_step(d_model, warmup):
+    """The step with the largest rate, searched over the first 5 w steps."""
+    horizon = np.arange(1, 5 * warmup + 1)
+    return int(horizon[np.argmax(learning_rate(horizon, d_model, warmup))])
+
+
+def live_view():
+    """A warm-up slider and a d_model slider: the schedule over 40,000 steps, its peak marked."""
+    fig, ax = plt.subplots(figsize=(11, 6))
+    fig.subplots_adjust(bottom=0.3)
+    w_slider = add_slider(fig, "warm-up w", 500, 8000, 4000, row=1, step=500)
+    d_slider = add_slider(fig, "d_model", 64, 1024, 512, step=64)
+    steps = np.arange(1, 40_001)
+    (curve,) = ax.plot(steps, learning_rate(steps, 512), color="tab:blue")
+    (dot,) = ax.plot([], [], "o", color="black", markersize=9)
+    line = ax.axvline(4000, color="0.6", linestyle="--")
+    ax.set(xlabel="training step s", ylabel="learning rate", ylim=(0, 0.0065), xlim=(0, 40_000))
+    ax.grid(alpha=0.3)
+
+    def update(_):
+        w, d = int(w_slider.val), int(d_slider.val)
+        peak = peak_step(d, w)
+        curve.set_ydata(learning_rate(steps, d, w))
+        dot.set_data([peak], [learning_rate(peak, d, w)])
+        line.set_xdata([peak, peak])
+        ax.set_title(f"d = {d}, w = {w}: peak at step {peak}, lr = {learning_rate(peak, d, w):.10f}")
+        fig.canvas.draw_idle()
+
+    w_slider.on_changed(update)
+    d_slider.on_changed(update)
+    update(None)
+    fig.suptitle("lr = d^-0.5 min(s^-0.5, s w^-1.5): a ramp up to step w, then a slow fall")
+    return View(fig, {"warmup": w_slider, "d_model": d_slider})
 
 
 def plot(widths, warmup, steps, peaks):
@@ -57,9 +93,12 @@ def main():
                         help="steps for the table")
     parser.add_argument("--figure", type=png_path, help="save Figure 3 here; a default run saves it to "
                         "week2/figures/warmup_schedule.png")
+    add_live(parser, "a warm-up slider and a d_model slider: the schedule with its peak marked")
     args = parser.parse_args()
     if len(args.d_model) > 6 or len(args.steps) > 50:
         parser.error("give at most 6 widths and 50 steps")
+    if args.live:
+        need_window(parser)
     widths, w = args.d_model, args.warmup
 
     print("step     " + "".join(f"{f'd={d}':<15}" for d in widths).rstrip())
@@ -67,7 +106,7 @@ def main():
         print(f"{s:<9}" + "".join(f"{learning_rate(s, d, w):<15.10f}" for d in widths).rstrip())
 
     horizon = np.arange(1, 5 * w + 1)  # look for the peak over the first 5w steps
-    peaks = [int(horizon[np.argmax(learning_rate(horizon, d, w))]) for d in widths]
+    peaks = [peak_step(d, w) for d in widths]
     print("peak: " + ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True)) + f" (w = {w})")
     d = widths[0]
     peak = learning_rate(w, d, w)
@@ -81,6 +120,8 @@ def main():
     # A wider model gets a smaller rate at every step, by the factor sqrt(d_other / d).
 
     print(save_figure(plot(widths, w, horizon, peaks), figure_path(parser, args, FIGURE)))
+    if args.live:
+        show(live_view())
 
 
 if __name__ == "__main__":

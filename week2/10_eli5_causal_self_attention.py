@@ -19,8 +19,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
+from common.figures import plt
+from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
 
+import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -31,6 +34,78 @@ SHOWN = 8  # rows, numbers per row and heads printed in full; longer ones are sh
 def shown_rows(n):
     """Which of n rows to print: all, or the first SHOWN - 1, a gap (None), and the last."""
     return list(range(n)) if n <= SHOWN else [*range(SHOWN - 1), None, n - 1]
+
+
+def snippet(seq, d_model, seed):
+    """The page's snippet, as printed there (after torch.manual_seed(seed))."""
+    torch.manual_seed(seed)
+    x = torch.randn(seq, d_model)  # (seq, d_model): the input tokens
+    to_q, to_k, to_v = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
+    q, k, v = to_q(x), to_k(x), to_v(x)  # each (seq, d_model)
+    d_k = q.size(-1)
+    scores = q @ k.mT / d_k ** 0.5  # (seq, seq)
+    mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)  # True = future
+    scores = scores.masked_fill(mask, float("-inf"))
+    weights = F.softmax(scores, dim=-1)  # (seq, seq)
+    out = weights @ v  # (seq, d_model)
+    return x, q, k, v, mask, scores, weights, out
+
+
+def split_into_heads(q, k, v, h, mask):
+    """The same q, k, v cut into h heads of width d_model / h, each with its own masked
+    softmax; the heads' outputs side by side again ("concat")."""
+    seq, d_model = q.shape
+
+    def split(t):  # (seq, d_model) -> (h, seq, d_model / h)
+        return t.view(seq, h, d_model // h).transpose(0, 1)
+
+    qh, kh, vh = split(q), split(k), split(v)
+    head_scores = (qh @ kh.mT / (d_model // h) ** 0.5).masked_fill(mask, float("-inf"))  # (h, seq, seq)
+    head_weights = F.softmax(head_scores, dim=-1)  # (h, seq, seq): one pattern per head
+    heads = head_weights @ vh  # (h, seq, d_model / h)
+    concat = heads.transpose(0, 1).reshape(seq, d_model)  # (seq, d_model): same shape as x
+    return qh, kh, vh, head_weights, heads, concat
+
+
+def head_alone(W_O, concat, i, h):
+    """What W_O makes of head i alone: its columns for every other head's slice set to 0."""
+    width = concat.shape[1] // h
+    with torch.no_grad():
+        keep = torch.zeros_like(W_O.weight)
+        keep[:, i * width:(i + 1) * width] = W_O.weight[:, i * width:(i + 1) * width]
+        return F.linear(concat, keep, W_O.bias)
+
+
+def live_view(seq, d_model, h, seed):
+    """A head picker: that head's weights (causal), and the last token's output from W_O
+    reading that head alone beside W_O blending them all."""
+    _, q, k, v, mask, _, _, _ = snippet(seq, d_model, seed)
+    _, _, _, head_weights, _, concat = split_into_heads(q, k, v, h, mask)
+    W_O = nn.Linear(d_model, d_model)  # drawn after the snippet, as main() draws it
+    with torch.no_grad():
+        blended = W_O(concat)[-1].numpy()  # [d_model]: the last token, every head blended
+    fig, (grid_ax, out_ax) = plt.subplots(1, 2, figsize=(12, 5.8))
+    fig.subplots_adjust(bottom=0.22, top=0.8, wspace=0.3)
+    slider = add_slider(fig, "head", 1, h, 1)
+
+    def update(head):
+        i = int(head) - 1
+        w = head_weights[i].detach()
+        grid_ax.clear()
+        grid_ax.imshow(w.masked_fill(mask, float("nan")).numpy(), cmap="viridis", vmin=0, vmax=1)
+        grid_ax.set(xlabel="token it looks at", ylabel="token", title=f"head {i + 1}: last row={vec(w[-1], 2)}")
+        out_ax.clear()
+        out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
+        out_ax.bar(np.arange(d_model) + 0.2, head_alone(W_O, concat, i, h)[-1].numpy(), width=0.4,
+                   color="tab:orange", label=f"W_O, head {i + 1} alone")
+        out_ax.set(xlabel="output number", title="the last token's new vector")
+        out_ax.legend(loc="upper right")
+        fig.suptitle(f"{h} untrained heads over {seq} tokens: each its own pattern, all causal; W_O blends them")
+        fig.canvas.draw_idle()
+
+    slider.on_changed(update)
+    update(1)
+    return View(fig, {"head": slider})
 
 
 def main():
@@ -44,23 +119,14 @@ def main():
     parser.add_argument("--heads", type=int_range(1, 64), default=2,
                         help="heads in the second part (must divide --d-model)")
     parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
+    add_live(parser, "a head picker: each head's weights, and W_O's output from that head alone and from all")
     args = parser.parse_args()
     seq, d_model, h = args.seq, args.d_model, args.heads
     if d_model % h:
         parser.error(f"--d-model {d_model} is not divisible by --heads {h}")
-    torch.manual_seed(args.seed)
-
-    # ---- the page's snippet ----
-    x = torch.randn(seq, d_model)  # (seq, d_model): the input tokens
-    to_q, to_k, to_v = nn.Linear(d_model, d_model), nn.Linear(d_model, d_model), nn.Linear(d_model, d_model)
-    q, k, v = to_q(x), to_k(x), to_v(x)  # each (seq, d_model)
-    d_k = q.size(-1)
-    scores = q @ k.mT / d_k ** 0.5  # (seq, seq)
-    mask = torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)  # True = future
-    scores = scores.masked_fill(mask, float("-inf"))
-    weights = F.softmax(scores, dim=-1)  # (seq, seq)
-    out = weights @ v  # (seq, d_model)
-
+    if args.live:
+        need_window(parser)
+    x, q, k, v, mask, scores, weights, out = snippet(seq, d_model, args.seed)
     print(f"x {list(x.shape)} -> q, k, v {list(q.shape)} -> scores {list(scores.shape)} -> out {list(out.shape)}")
     print("weights (row = token, column = the token it looks at):")
     for i in shown_rows(seq):
@@ -71,14 +137,7 @@ def main():
     # Row 1 can only look at itself (weight 1); the last row may look at everyone.
 
     # ---- several heads: the same q, k, v, split into h heads of width d_model / h ----
-    def split(t):  # (seq, d_model) -> (h, seq, d_model / h)
-        return t.view(seq, h, d_model // h).transpose(0, 1)
-
-    qh, kh, vh = split(q), split(k), split(v)
-    head_scores = (qh @ kh.mT / (d_model // h) ** 0.5).masked_fill(mask, float("-inf"))  # (h, seq, seq)
-    head_weights = F.softmax(head_scores, dim=-1)  # (h, seq, seq): one pattern per head
-    heads = head_weights @ vh  # (h, seq, d_model / h)
-    concat = heads.transpose(0, 1).reshape(seq, d_model)  # (seq, d_model): same shape as x
+    qh, kh, vh, head_weights, heads, concat = split_into_heads(q, k, v, h, mask)
     print(f"{h} head{'s' * (h > 1)}: q, k, v split to {list(qh.shape)}; weights {list(head_weights.shape)}; "
           f"concat {list(concat.shape)}")
     for i in range(min(h, SHOWN)):
@@ -94,9 +153,7 @@ def main():
 
     W_O = nn.Linear(d_model, d_model)  # blends the heads: every output number reads every head
     blended = W_O(concat)  # (seq, d_model)
-    with torch.no_grad():
-        W_O.weight[:, d_model // h:] = 0  # cut W_O off from every head but the first ...
-    from_head_1 = W_O(concat)
+    from_head_1 = head_alone(W_O, concat, 0, h)
     print(f"W_O blends the {h} heads into {list(blended.shape)}; reading head 1 only, the output "
           f"would differ: {not torch.allclose(blended, from_head_1)}" if h > 1 else
           f"W_O mixes the head's numbers into {list(blended.shape)}")
@@ -104,6 +161,8 @@ def main():
     print("   take roles, one on the previous word, one on the nouns: week1/16_heads_take_roles.py)")
     # Each head has its own weight pattern over the same tokens; all obey the causal rule;
     # W_O then blends what the heads found into each token's new vector.
+    if args.live:
+        show(live_view(seq, d_model, h, args.seed))
 
 
 if __name__ == "__main__":
