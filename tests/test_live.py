@@ -251,3 +251,24 @@ def test_head_picker_draws_each_printed_head_and_the_blend(monkeypatch, capsys):
     W_O = module.nn.Linear(8, 8)  # drawn right after the snippet, as the view draws it
     total = [sum(column) - 3 * b for column, b in zip(zip(*heads_alone, strict=True), W_O.bias.tolist(), strict=True)]
     assert total == pytest.approx(W_O(concat)[-1].tolist(), abs=1e-5)
+
+
+# ---------------------------------------------------------------- week1/16: pick a head
+
+def test_head_picker_shows_each_printed_role_and_knock_out(monkeypatch, capsys):
+    name = "week1/16_heads_take_roles"
+    module = load_script(name)
+    out = printed(monkeypatch, capsys, name, "--figure", str(run_all.ROOT / "build" / "live_test.png"))
+    stream, held = module.training_and_held_out(42, module.STEPS)
+    model = module.train(42, 2, "both", stream)
+    view = module.live_view(model, held, 2, module.measure(model, held, 2))
+    for h in (1, 2):
+        view.widgets["head"].set_val(h)
+        role = re.search(rf"^  head {h}: .*: (it looks at .*|no single role)$", out, flags=re.M).group(1)
+        assert view.fig.axes[0].get_title() == f"head {h}: {role.removeprefix('it ')}"
+        knocked = re.search(rf"^  head {h} knocked out +(\S+ \S+) +(\S+ \S+)$", out, flags=re.M).groups()
+        a, b = (bar.get_height() for bar in view.fig.axes[1].patches[2:4])
+        assert (module.band(a), module.band(b)) == knocked
+    view.widgets["sentence"].set_val(5)
+    sentence = held[4][held[4] != module.PAD]
+    assert view.fig.axes[0].images[0].get_array().shape == (len(sentence), len(sentence))

@@ -109,6 +109,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT
 from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import View, add_live, add_slider, need_window, show
 from common.progress import Progress
 
 import numpy as np
@@ -386,6 +387,52 @@ def plot(maps, sentence, head_roles):
     return fig
 
 
+def live_view(model, held, heads, m):
+    """A head picker and a sentence picker: the head's weights on a held-out sentence (red
+    where its role says), and how many blanks are filled right with that head knocked out,
+    beside all heads (m: what measure() found, the numbers the printed bands come from)."""
+    fig, (map_ax, knock_ax) = plt.subplots(1, 2, figsize=(13, 6.5), width_ratios=(3, 2))
+    fig.subplots_adjust(bottom=0.27, top=0.88, wspace=0.35)
+    head_slider = add_slider(fig, "head", 1, heads, 1, row=1)
+    sentence_slider = add_slider(fig, "held-out sentence", 1, 50, 1)
+    knocked = dict(m["knocked"])
+
+    def update(_):
+        h, k = int(head_slider.val) - 1, int(sentence_slider.val) - 1
+        sentence = held[k][held[k] != PAD]
+        maps = attention_maps(model, sentence, heads)  # [h, T, T]
+        words, T = [WORDS[t] for t in sentence.tolist()], len(sentence)
+        _, first, first_at = (t[0] for t in answers(sentence[None]))
+        map_ax.clear()
+        map_ax.imshow(maps[h], cmap="viridis", vmin=0, vmax=1)
+        map_ax.set_xticks(range(T), words, rotation=90)
+        map_ax.set_yticks(range(T), words)
+        for i in range(T):
+            target = (i - 1 if m["roles"][h] == "before" and i > 0 else
+                      int(first_at[i]) if m["roles"][h] == "nouns" and first[i] != NONE else None)
+            if target is not None:
+                map_ax.add_patch(plt.Rectangle((target - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
+        map_ax.set(xlabel="the word looked at", ylabel="the word looking",
+                   title=f"head {h + 1}: {ROLE_TITLES[m['roles'][h]]}")
+        knock_ax.clear()
+        rows = [("all heads", m["all"]), (f"head {h + 1} knocked out", knocked[(h,)])]
+        for j, (_, acc) in enumerate(rows):
+            knock_ax.bar([j - 0.2, j + 0.2], [acc["a"], acc["b"]], width=0.38, color=["tab:orange", "tab:blue"])
+        knock_ax.set_xticks(range(len(rows)), [label for label, _ in rows])
+        knock_ax.set(ylim=(0, 1.25), ylabel="share of blanks filled right",
+                     title=f"(a) word before: {knocked[(h,)]['a']:.0%}, (b) first noun: {knocked[(h,)]['b']:.0%}\n"
+                     f"with head {h + 1} knocked out")
+        knock_ax.legend(knock_ax.patches[:2], ["(a) the word just before", "(b) the first noun"], loc="upper center",
+                        ncol=2)
+        fig.suptitle("Pick a head: its look, and what breaks without it (held-out sentences)")
+        fig.canvas.draw_idle()
+
+    head_slider.on_changed(update)
+    sentence_slider.on_changed(update)
+    update(None)
+    return View(fig, {"head": head_slider, "sentence": sentence_slider})
+
+
 # ---------------------------------------------------------------- the lesson
 
 def band(share):
@@ -460,8 +507,11 @@ def main():
     parser.add_argument("--figure", type=png_path, default=None,
                         help="where to save the figure (a default run saves it under build/figures/week1/, "
                         "as its pixels depend on the CPU; the README's copy is week1/figures/heads_take_roles.png)")
+    add_live(parser, "a head picker and a sentence picker: where the head looks, and what breaks without it")
     args = parser.parse_args()
     heads, task, steps = args.heads, args.task, args.steps
+    if args.live:
+        need_window(parser)
     torch.set_num_threads(1)  # tiny matrices: a second thread only waits; and the check runs two scripts at once
     d_k, trained = D_MODEL // heads, TASKS[task]
     miss = "CONTRADICTS THE PAGE" if at_defaults(parser, args) else "NOT THE PAGE'S PICTURE at these settings"
@@ -570,6 +620,8 @@ def main():
                      if columns[h][i] == i else words[columns[h][i]] for h in shown]
             print(f"  {word:8} " + " ".join(f"{c:16}" for c in cells).rstrip())
     print(save_figure(plot(maps, sentence, head_roles), figure_path(parser, args, FIGURE)))
+    if args.live:
+        show(live_view(model, held, heads, m))
 
 
 if __name__ == "__main__":
