@@ -221,8 +221,8 @@ def test_warmup_sliders_draw_the_printed_peak(monkeypatch, capsys):
         lr = out.splitlines()[1].split()[1]
         peak = re.search(r"peak: d=\d+ at step (\d+)", out).group(1)
         assert view.fig.axes[0].get_title() == f"d = {d}, w = {w}: peak at step {peak}, lr = {lr}"
-        curve = view.fig.axes[0].lines[0].get_ydata()
-        assert f"{curve[int(peak) - 1]:.10f}" == lr
+        curve = view.fig.axes[0].lines[0]
+        assert f"{curve.get_ydata()[list(curve.get_xdata()).index(int(peak))]:.10f}" == lr
 
 
 # ---------------------------------------------------------------- week2/10: a head picker

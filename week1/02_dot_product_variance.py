@@ -46,18 +46,17 @@ def live_view(seed, pairs):
     for ax, title, color, reach in ((raw_ax, "raw q.k", "tab:red", RAW_REACH),
                                     (scaled_ax, "scaled q.k / sqrt(d_k)", "tab:blue", 5)):
         edges = np.linspace(-reach, reach, 61)
-        _, _, bars = ax.hist(np.zeros(0), bins=edges, color=color)
+        shape = ax.stairs(np.zeros(60), edges, fill=True, color=color)  # the histogram, as one shape
         ax.set(xlim=(-reach, reach), ylim=(0, pairs / 4), xlabel="score")  # fixed: the raw spread visibly widens
-        panels[title] = (ax, edges, bars)
+        panels[title] = (ax, edges, shape)
     raw_ax.set_ylabel(f"pairs (of {pairs:,})")
 
     def update(j):
         d_k = WIDTHS[int(j)]
         slider.valtext.set_text(str(d_k))
         raw = dots[d_k]
-        for (title, (ax, edges, bars)), values in zip(panels.items(), (raw, raw / np.sqrt(d_k)), strict=True):
-            for bar, height in zip(bars, np.histogram(values, bins=edges)[0], strict=True):
-                bar.set_height(height)
+        for (title, (ax, edges, shape)), values in zip(panels.items(), (raw, raw / np.sqrt(d_k)), strict=True):
+            shape.set_data(np.histogram(values, bins=edges)[0])
             ax.set_title(f"{title}: Var = {values.var():.2f}")
         fig.suptitle(f"d_k = {d_k}: the raw spread grows like d_k, the scaled one stays near 1")
         fig.canvas.draw_idle()
