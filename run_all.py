@@ -229,8 +229,9 @@ class Result:
     seconds: float
 
 
-def _run_forked(path, argv, out_file, err_file, cwd):
-    """Child of the fork server: behave like `python path *argv` started in cwd."""
+def _run_forked(path, argv, out_file, err_file, cwd, env):
+    """Child of the fork server: behave like `python path *argv` started in cwd with env."""
+    os.environ.update(env)
     for fd, file in ((1, out_file), (2, err_file)):
         os.dup2(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
@@ -268,22 +269,30 @@ def check_folder(root=ROOT):
 
 
 def _start_fork_server():
-    """Start the fork server with Ctrl-C ignored. It, and every script forked from it, keep
-    ignoring it, so a Ctrl-C in the terminal reaches only run_all, which stops the scripts
-    itself (run_scripts) instead of leaving each to print a traceback."""
+    """Start the fork server (once per process) with the fixed environment, so that what it
+    imports ahead (matplotlib reads MPLBACKEND) sees it, and with Ctrl-C ignored: it, and
+    every script forked from it, keep ignoring that, so a Ctrl-C in the terminal reaches
+    only run_all, which stops the scripts itself (run_scripts) instead of leaving each to
+    print a traceback. The caller's own environment is left as it was."""
+    saved = {name: os.environ.get(name) for name in FIXED_ENV}
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    os.environ.update(FIXED_ENV)
     try:
         multiprocessing.forkserver.ensure_running()
     finally:
         signal.signal(signal.SIGINT, previous)
+        for name, value in saved.items():
+            if value is None:
+                del os.environ[name]
+            else:
+                os.environ[name] = value
 
 
 def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
     """Run jobs [(path, argv), ...], up to `workers` at once; return a Result per job, in order."""
     cwd = check_folder(root)
     cwd.mkdir(parents=True, exist_ok=True)
-    # read by the fork server and by fresh interpreters alike
-    os.environ.update({**FIXED_ENV, OUTPUT_ROOT: str(cwd)})
+    env = {**FIXED_ENV, OUTPUT_ROOT: str(cwd)}  # each script's, on top of this process's own
     workers = workers or os.cpu_count() or 1
     fresh = fresh or "forkserver" not in multiprocessing.get_all_start_methods()  # Windows: no fork
     if not fresh:
@@ -294,7 +303,7 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
     with tempfile.TemporaryDirectory(prefix="run_all_") as scratch:
         pending, running = list(enumerate(jobs)), {}
         try:
-            _run_all_jobs(pending, running, results, scratch, cwd, timeout, workers, fresh,
+            _run_all_jobs(pending, running, results, scratch, cwd, env, timeout, workers, fresh,
                           None if fresh else context)
         except KeyboardInterrupt:  # Ctrl-C: stop every script still running, then pass it on
             previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
@@ -308,7 +317,7 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
     return results
 
 
-def _run_all_jobs(pending, running, results, scratch, cwd, timeout, workers, fresh, context):
+def _run_all_jobs(pending, running, results, scratch, cwd, env, timeout, workers, fresh, context):
     """The scheduling loop of run_scripts: start jobs while fewer than `workers` run, collect
     each as it ends or times out. `running` is shared so the caller can stop what is left."""
     while pending or running:
@@ -318,9 +327,9 @@ def _run_all_jobs(pending, running, results, scratch, cwd, timeout, workers, fre
             if fresh:
                 with open(out, "wb") as o, open(err, "wb") as e:
                     proc = subprocess.Popen([sys.executable, str(path), *argv], cwd=cwd,
-                                            stdout=o, stderr=e)
+                                            stdout=o, stderr=e, env={**os.environ, **env})
             else:
-                proc = context.Process(target=_run_forked, args=(Path(path), argv, out, err, cwd))
+                proc = context.Process(target=_run_forked, args=(Path(path), argv, out, err, cwd, env))
                 proc.start()
             running[i] = (proc, time.monotonic(), out, err)
         time.sleep(0.01)

@@ -49,6 +49,7 @@ def save_atomically(fig, path):
     try:
         with os.fdopen(handle, "wb") as file:
             fig.savefig(file, format="png", dpi=DPI, metadata={"Software": None})
+        os.chmod(temporary, 0o644)  # mkstemp makes it private; a figure is for everyone to read
         os.replace(temporary, path)
     finally:
         if os.path.exists(temporary):  # interrupted or failed before the rename

@@ -5,10 +5,7 @@ task; and its output is the same bytes under the kernel settings that change tra
 trajectories."""
 import contextlib
 import io
-import os
-import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -16,22 +13,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import run_all
 from tests.conftest import SCRIPTS, load_script
 
 NAME = "week1/16_heads_take_roles"
 PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or more): head 1: as the page says",
               "Verdict: another looks at the nouns (share 0.50 or more): head 2: as the page says"]
-# The kernel settings under which training takes another trajectory on the same CPU, each
-# read when torch and MKL load, so each needs a fresh interpreter. To keep this to two runs
-# side by side, the five settings of the docstring's measurement are covered as: no setting
-# (the in-process default run below); torch's plain kernels with MKL's AVX2 path (an AVX2
-# CPU); MKL's AMD path on one thread. Here they give the three trajectories measured:
-# torch's plain kernels alone follow the same one as with MKL_CBWR=AVX2, and one thread
-# the same as no setting (the script sets one torch thread itself); tests/test_portability.py
-# runs the whole check under each setting alone.
-SETTINGS = {"MKL AVX2, scalar kernels": {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "default"},
-            "MKL compatible, one thread": {"MKL_CBWR": "COMPATIBLE", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}
 
 
 @pytest.fixture(scope="module")
@@ -256,26 +242,5 @@ def test_one_head_or_a_one_look_task_turns_the_role_verdicts(ht, argv, turned):
         assert line.split(")")[-1].split() == ["below", "50%", "above", "80%"]
 
 
-# ---------------------------------------------------------------- the script's output
-
-def run_fresh(env, cwd):
-    """The script in a fresh interpreter under these kernel settings, run as run_all runs it."""
-    return subprocess.run([sys.executable, str(SCRIPTS[NAME])], cwd=cwd, capture_output=True, text=True,
-                          encoding="utf-8", timeout=300,
-                          env={**os.environ, **run_all.FIXED_ENV, "LESSONS_OUTPUT_ROOT": str(cwd), **env})
-
-
-def test_output_is_the_same_bytes_under_every_kernel_setting(default_run, tmp_path):
-    golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
-    # no setting: the in-process default run (its figure went elsewhere, so its last line differs)
-    assert default_run[0].splitlines()[:-1] == golden.splitlines()[:-1]
-    assert golden.splitlines()[-1] == "saved build/figures/week1/heads_take_roles.png"
-    folders = {name: tmp_path / str(k) for k, name in enumerate(SETTINGS)}
-    for folder in folders.values():
-        folder.mkdir()
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        results = dict(zip(SETTINGS, pool.map(run_fresh, SETTINGS.values(), folders.values()), strict=True))
-    for name, result in results.items():
-        assert result.returncode == 0, f"{name}: {result.stderr}"
-        assert result.stdout == golden, f"{name}:\n" + run_all.unified_diff(golden, result.stdout, NAME)
-        assert (folders[name] / "build/figures/week1/heads_take_roles.png").exists()
+# Byte-stability under other kernel settings: tests/test_portability.py runs the whole check
+# under each of them, this lesson included.

@@ -273,3 +273,9 @@ def test_ctrl_c_in_a_lesson_prints_one_word(tmp_path):
     assert process.returncode == -signal.SIGINT  # ended by SIGINT, as Ctrl-C asks: the shell shows 130
     assert err == "stopped\n"
     assert list(tmp_path.iterdir()) == []
+
+
+def test_running_scripts_leaves_this_process_environment_alone(repo):
+    before = dict(os.environ)
+    run(repo, "week9/01_good")
+    assert dict(os.environ) == before  # a test's own subprocesses must not inherit the check's settings
