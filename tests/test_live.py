@@ -272,3 +272,21 @@ def test_head_picker_shows_each_printed_role_and_knock_out(monkeypatch, capsys):
     view.widgets["sentence"].set_val(5)
     sentence = held[4][held[4] != module.PAD]
     assert view.fig.axes[0].images[0].get_array().shape == (len(sentence), len(sentence))
+
+
+# ---------------------------------------------------------------- week1/15: pick the adjective
+
+def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypatch, capsys):
+    name = "week1/15_context_decides"
+    module = load_script(name)
+    model, _ = module.train(42, module.make_data(42, module.STEPS))
+    view = module.live_view(model)
+    out = printed(monkeypatch, capsys, name, "--adjectives", "scared", "busy",
+                  "--figure", str(run_all.ROOT / "build" / "live_test.png"))
+    for adjective in ("scared", "busy"):
+        view.widgets["adjective"].set_active(module.ADJECTIVES.index(adjective))
+        line = next(line for line in out.splitlines() if line.startswith(f"  {adjective} -> it leans on "))
+        noun, answer = re.search(r"leans on (\w+) .* answers \"(\w+)\"", line).groups()
+        assert view.fig.axes[0].get_title().endswith(f"looks hardest at {noun}; the model answers \"{answer}\"")
+    view.widgets["pair"].set_active(1)  # dog/river: the title follows the sentence drawn
+    assert "answers \"river\"" in view.fig.axes[0].get_title()

@@ -108,6 +108,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT
 from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import View, add_live, need_window, show
 from common.progress import Progress
 
 import numpy as np
@@ -339,31 +340,63 @@ def page_verdict(adjective, words, weights, answer):
     return f"{adjective} -> {where}; the model answers \"{answer}\"", holds
 
 
+def draw_sentence(ax, words, weights, answer):
+    """One sentence in the classic picture: its words twice, and a line from "it" (left) to
+    every word (right), as thick and as dark as "it"'s layer-2 weight on that word; the word
+    it looks at hardest in red."""
+    top, n = int(np.argmax(weights)), len(words)
+    for i, (word, weight) in enumerate(zip(words, weights, strict=True)):
+        y = n - 1 - i  # the first word at the top
+        ax.text(0, y, word, ha="right", va="center", fontsize=11,
+                fontweight="bold" if i in (IT_AT, ADJECTIVE_AT) else "normal",
+                color="tab:green" if i == ADJECTIVE_AT else "black")
+        ax.text(1, y, word, ha="left", va="center", fontsize=11, fontweight="bold" if i == top else "normal",
+                color="tab:red" if i == top else "black")
+        ax.text(1.85, y, f"{weight:.2f}", ha="right", va="center", fontsize=9, color="dimgray")
+        ax.plot([0.05, 0.95], [n - 1 - IT_AT, y], color="tab:blue", label=word, solid_capstyle="round",
+                linewidth=0.3 + 8 * weight, alpha=min(1.0, 0.08 + weight))
+    ax.set_xlim(-0.75, 1.9)
+    ax.set_ylim(-0.7, n - 0.3)
+    ax.axis("off")
+    ax.set_title(f"\"... because it was too {words[ADJECTIVE_AT]}\"\n\"it\" looks hardest at {words[top]}; "
+                 f"the model answers \"{answer}\"", fontsize=11)
+
+
 def plot(sentences):
-    """The classic picture: each sentence's words twice, and a line from "it" (left) to every
-    word (right), as thick and as dark as "it"'s layer-2 weight on that word; the word it
-    looks at hardest in red. sentences: [(words, weights, answer)], drawn side by side."""
+    """The classic picture for each of sentences: [(words, weights, answer)], side by side."""
     fig, axes = plt.subplots(1, len(sentences), figsize=(5.2 * len(sentences), 5.4), layout="constrained")
-    for ax, (words, weights, answer) in zip(np.atleast_1d(axes), sentences, strict=True):
-        top, n = int(np.argmax(weights)), len(words)
-        for i, (word, weight) in enumerate(zip(words, weights, strict=True)):
-            y = n - 1 - i  # the first word at the top
-            ax.text(0, y, word, ha="right", va="center", fontsize=11,
-                    fontweight="bold" if i in (IT_AT, ADJECTIVE_AT) else "normal",
-                    color="tab:green" if i == ADJECTIVE_AT else "black")
-            ax.text(1, y, word, ha="left", va="center", fontsize=11, fontweight="bold" if i == top else "normal",
-                    color="tab:red" if i == top else "black")
-            ax.text(1.85, y, f"{weight:.2f}", ha="right", va="center", fontsize=9, color="dimgray")
-            ax.plot([0.05, 0.95], [n - 1 - IT_AT, y], color="tab:blue", label=word, solid_capstyle="round",
-                    linewidth=0.3 + 8 * weight, alpha=min(1.0, 0.08 + weight))
-        ax.set_xlim(-0.75, 1.9)
-        ax.set_ylim(-0.7, n - 0.3)
-        ax.axis("off")
-        ax.set_title(f"\"... because it was too {words[ADJECTIVE_AT]}\"\n\"it\" looks hardest at {words[top]}; "
-                     f"the model answers \"{answer}\"", fontsize=11)
+    for ax, sentence in zip(np.atleast_1d(axes), sentences, strict=True):
+        draw_sentence(ax, *sentence)
     fig.suptitle("Where \"it\" looks in layer 2 (lines as thick as its weights; the pair chicken/road was "
                  "never trained on)", fontsize=11)
     return fig
+
+
+def live_view(model, hide_adjective=False):
+    """An adjective picker and a noun-pair picker (the held-out pairs): "it"'s layer-2
+    attention in the classic picture, redrawn for each choice."""
+    from matplotlib.widgets import RadioButtons
+
+    fig = plt.figure(figsize=(11, 6.5))
+    ax = fig.add_axes((0.05, 0.05, 0.55, 0.82))
+    pair_picker = RadioButtons(fig.add_axes((0.63, 0.4, 0.16, 0.45)), ["/".join(p) for p in HELD_OUT_PAIRS])
+    adjective_picker = RadioButtons(fig.add_axes((0.82, 0.1, 0.14, 0.75)), ADJECTIVES)
+    pair_picker.ax.set_title("noun pair\n(never trained on)", fontsize=10)
+    adjective_picker.ax.set_title("adjective", fontsize=10)
+
+    def update(_):
+        animal, place = pair_picker.value_selected.split("/")
+        words = sentence_words(animal, place, adjective_picker.value_selected)
+        _, weights, answer = it_attention(model, words, hide_adjective)
+        ax.clear()
+        draw_sentence(ax, words, weights, answer)
+        fig.canvas.draw_idle()
+
+    pair_picker.on_clicked(update)
+    adjective_picker.on_clicked(update)
+    update(None)
+    fig.suptitle("Pick the adjective: where \"it\" looks moves with it", fontsize=12)
+    return View(fig, {"pair": pair_picker, "adjective": adjective_picker})
 
 
 # ---------------------------------------------------------------- the lesson
@@ -397,7 +430,10 @@ def main():
     parser.add_argument("--figure", type=png_path, default=None,
                         help="where to save the figure (a default run saves it in build/figures/week1/, as "
                         "its pixels depend on the CPU; the README's copy is week1/figures/context_decides.png)")
+    add_live(parser, "pick the adjective and the noun pair: where \"it\" looks, and the answer")
     args = parser.parse_args()
+    if args.live:
+        need_window(parser)
     torch.set_num_threads(1)  # tiny matrices; and make check runs two scripts at once on 2 cores
     hide, steps, first, second = args.hide_adjective, args.steps, *args.adjectives
 
@@ -484,6 +520,8 @@ def main():
         print(f"Verdict: {miss} ({'; '.join(why)})")
 
     print(save_figure(plot(shown), figure_path(parser, args, FIGURE)))
+    if args.live:
+        show(live_view(model, hide))
 
 
 if __name__ == "__main__":
