@@ -132,7 +132,9 @@ def test_one_block_stage_slider_draws_each_printed_sat_row(monkeypatch, capsys):
     assert len(rows) == 8
     for i, row in enumerate(rows):
         view.widgets["stage"].set_val(i)
-        assert view.fig.axes[0].get_title().endswith(f"'sat' row: {row}")
+        title = view.fig.axes[0].get_title().splitlines()
+        assert title[1] == f"'sat' row: {row}"
+        assert title[2:] == ([f"the stage before: {rows[i - 1]}"] if i else [])
         shown = view.fig.axes[0].images[0].get_array()
         assert shown.shape[0] == 3
 

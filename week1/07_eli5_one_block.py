@@ -120,7 +120,7 @@ def live_view(d, h, f, seed):
         grids = {name: value[0].numpy() for name, value in stages(block, x).items()}  # name -> [3, width]
     names = list(grids)
     fig = plt.figure(figsize=(11, 5.5))
-    ax = fig.add_axes((0.12, 0.32, 0.76, 0.5))
+    ax = fig.add_axes((0.12, 0.3, 0.76, 0.46))
     slider = add_slider(fig, "stage", 0, len(names) - 1, 0)
     reach = max(abs(g).max() for g in grids.values())
 
@@ -135,8 +135,11 @@ def live_view(d, h, f, seed):
                 ax.text(col, row, f"{v:.2f}", ha="center", va="center", fontsize=9)
         ax.add_patch(plt.Rectangle((-0.5, 1.5), values.shape[1], 1, fill=False, edgecolor="black", linewidth=3))
         ax.set_yticks(range(len(WORDS)), WORDS)
+        ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel(f"meaning columns ({values.shape[1]})")
-        ax.set_title(f"{name}: [{values.shape[0]} x {values.shape[1]}]\n'sat' row: {vec(values[-1], 2, shown=8)}")
+        before = f"\nthe stage before: {vec(grids[names[int(i) - 1]][-1], 2, shown=8)}" if int(i) else ""
+        ax.set_title(f"{name}: [{values.shape[0]} x {values.shape[1]}]\n'sat' row: {vec(values[-1], 2, shown=8)}"
+                     + before)
         fig.canvas.draw_idle()
 
     slider.on_changed(update)
