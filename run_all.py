@@ -151,39 +151,44 @@ def quotes_missing(name, text, root=ROOT):
 
 
 # A lesson's self-checks are the lines that give an answer: a word below, or a Verdict
-# line, whose answer is whether it says "as the page says". Two lines ask the same question
+# line, whose answer is whether it says "as the page says" (a verdict may run on over the
+# lines after it, up to the next blank or Verdict line). Two lines ask the same question
 # when they are equal once their numbers and answers are blanked out.
 ANSWER = re.compile(r"\b(True|False|yes|no|agree|DISAGREE)\b")
 NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|\b(?:nan|inf)\b")
+UPHELD = "as the page says"
 
 
 def self_checks(text):
     """[(line number, question, answer)] for every line of text that answers something."""
-    checks = []
-    for n, line in enumerate(text.splitlines(), 1):
+    lines, checks = text.splitlines(), []
+    for n, line in enumerate(lines, 1):
         if line.lstrip().startswith("Verdict"):
-            answer = "as the page says" if "as the page says" in line else "not as the page says"
-            checks.append((n, line.split(":")[0].strip(), answer))
+            verdict = line
+            for more in lines[n:]:  # its continuation lines
+                if not more.strip() or more.lstrip().startswith("Verdict"):
+                    break
+                verdict += " " + more.strip()
+            checks.append((n, line.split(":")[0].strip(), UPHELD if UPHELD in verdict else "not " + UPHELD))
         elif ANSWER.search(line):
             checks.append((n, ANSWER.sub("?", NUMBER.sub("#", line)), " ".join(ANSWER.findall(line))))
     return checks
 
 
 def answers_changed(expected_text, actual_text):
-    """[(line number, line)] of actual_text whose self-check now answers what the golden file
-    never answered to the same question: at the default settings, the lesson now disagrees
-    with what it said when it agreed with itself and with the page."""
-    golden = {}
-    for _, question, answer in self_checks(expected_text):
-        golden.setdefault(question, []).append(answer)
-    lines, changed, seen = actual_text.splitlines(), [], {}
-    for n, question, answer in self_checks(actual_text):
-        if question not in golden:
-            continue  # a new or reworded line: nothing to hold it to
-        seen.setdefault(question, []).append(answer)
-        if seen[question].count(answer) > golden[question].count(answer):
-            changed.append((n, lines[n - 1]))
-    return changed
+    """[(line number, line)] of actual_text whose answer is not the page's: a Verdict that
+    does not uphold the page (every default run upholds it), or a self-check that answers
+    otherwise than the golden file's same check. Old and new checks are lined up by their
+    questions, in order, so a check added or removed elsewhere does not shift the others."""
+    lines = actual_text.splitlines()
+    old, new = self_checks(expected_text), self_checks(actual_text)
+    changed = {n for n, _, answer in new if answer == "not " + UPHELD}
+    matcher = difflib.SequenceMatcher(None, [q for _, q, _ in old], [q for _, q, _ in new], autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if tag == "equal":
+            changed |= {new[j][0] for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
+                        if old[i][2] != new[j][2]}
+    return [(n, lines[n - 1]) for n in sorted(changed)]
 
 
 def refusals(name, expected_text, actual_text, root=ROOT):

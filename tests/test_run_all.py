@@ -279,3 +279,35 @@ def test_running_scripts_leaves_this_process_environment_alone(repo):
     before = dict(os.environ)
     run(repo, "week9/01_good")
     assert dict(os.environ) == before  # a test's own subprocesses must not inherit the check's settings
+
+
+def test_a_verdict_that_runs_on_over_two_lines_is_read_whole(repo):
+    first = "Verdict: knocking out a head breaks its question, the other"
+    name = planted(repo, f"{first}\nway round too: as the page says", "")
+    (repo / "week9" / "08_count.py").write_text(f"print({first!r})\nprint('way round too: CONTRADICTS THE PAGE')\n")
+    code, out = run(repo, "--update", name)
+    assert code == 1 and "line 1 now answers differently" in out
+
+
+def test_a_new_check_that_upholds_the_page_can_be_added(repo):
+    before = "1. Verdict: the belief is wrong, as the page says\ncount=3; equal=True\n"
+    (repo / "week9" / "08_count.py").write_text(
+        "print('1. Verdict: the belief is wrong, as the page says')\nprint('count=3; equal=True')\n"
+        "print('2. Verdict: the belief is wrong, as the page says')\nprint('count=4; equal=True')\n")
+    run_all.golden_path("week9/08_count", repo).write_text(before)
+    code, out = run(repo, "--update", "week9/08_count")
+    assert code == 0, out
+
+
+def test_a_new_verdict_against_the_page_is_refused(repo):
+    (repo / "week9" / "08_count.py").write_text("print('a=1')\nprint('Verdict: CONTRADICTS THE PAGE')\n")
+    run_all.golden_path("week9/08_count", repo).write_text("a=1\n")
+    code, out = run(repo, "--update", "week9/08_count")
+    assert code == 1 and "line 2 now answers differently" in out
+
+
+def test_every_golden_file_upholds_the_page_at_the_defaults():
+    """The rule --update holds new runs to holds for what is committed too."""
+    for name in run_all.discover():
+        text = run_all.golden_path(name).read_text(encoding="utf-8")
+        assert "not " + run_all.UPHELD not in [answer for _, _, answer in run_all.self_checks(text)], name
