@@ -70,6 +70,11 @@ def counts_without_biases(d, h, f):
             "head 1's W^Q": d * (d // h)}
 
 
+def whole_W_Q_for_one_head(d, h, f):
+    """torch's layer counts, but one head's W^Q counted as the whole [d, d] block."""
+    return {**W1.torch_counts(d, h, f), "head 1's W^Q": d * d}
+
+
 def no_counts(d, h, f):
     return {"attention": 0, "FFN": 0, "layer": 0, "head 1's W^Q": 0}
 
@@ -140,7 +145,8 @@ CASES = {
                     [W2.plain_nll, smoothing_gold_exactly_0_9]),
     ("week2", 19): (W2.how_far_weights_move, W2.torch_adam, [W2.exactly_the_rate]),
     ("week2", 20): (seeded(W2.can_word_1_see_word_3), W2.torch_decoder_stack, [W2.mask_in_first_layer_only]),
-    ("week1", 19): (W1.exact_counts, W1.torch_counts, [W1.course_round_numbers, counts_without_biases, no_counts]),
+    ("week1", 19): (W1.exact_counts, W1.torch_counts,
+                    [W1.course_round_numbers, counts_without_biases, whole_W_Q_for_one_head, no_counts]),
 }
 
 
@@ -191,3 +197,10 @@ def test_untested_bullets_are_named_in_the_docstring_and_the_output(runs, week):
     for bullet in listed:
         assert bullet.lower() in docstring, bullet
     assert f"bullets no computation here can settle (listed above): {len(listed)}" in runs[week].stdout
+
+
+def test_the_mistakes_scripts_tags_are_week2_03s_table():
+    """Beliefs 12 and 13 measure properties of W2.sinusoidal_tags: it must be the page's formula
+    (week2/03's table, itself checked against torch), or a wrong formula would pass unseen."""
+    table = load_script("week2/03_sinusoidal_pe").sinusoidal_pe(64, 16)
+    assert W2.sinusoidal_tags(64, 16).numpy() == pytest.approx(table, abs=1e-12)

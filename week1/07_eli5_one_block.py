@@ -172,7 +172,6 @@ def main():
         need_window(parser)
 
     x, block, torch_layer = build(d, h, f, args.seed)
-    attention = block.attention
 
     with torch.no_grad():
         grids = stages(block, x)
@@ -184,7 +183,8 @@ def main():
         print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
               f"{f} numbers and folds it back to {d})")
 
-        weights = torch_layer.self_attn(normed, normed, normed, attn_mask=attention.future(len(WORDS)),
+        torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
+        weights = torch_layer.self_attn(normed, normed, normed, attn_mask=torch_mask,
                                         average_attn_weights=False)[1][0]  # (h, seq, seq)
         for i, head in enumerate(weights, start=1):
             print(f"attention weights{f' of head {i}' if h > 1 else ''} "
@@ -199,9 +199,11 @@ def main():
         pre, post = block(x), post_norm(block, x)
         print(f"pre-norm block output [{grid(pre)}]; post-norm layer output [{grid(post)}]; "
               f"same values: {torch.allclose(pre, post)}")
+        print(f"max |the stages above, last one - block(x)|="
+              f"{(grids['x + FFN out = block output'] - pre).abs().max().item():.8f}")
         for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
             torch_layer.norm_first = norm_first
-            theirs = torch_layer(x, src_mask=attention.future(len(WORDS)))
+            theirs = torch_layer(x, src_mask=torch_mask, is_causal=True)
             print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
                   f"{(mine - theirs).abs().max().item():.8f}")
 

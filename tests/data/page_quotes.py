@@ -46,9 +46,10 @@ TOKENS = {
     "week2/02_cross_attention_shapes.py": [
         "[2,5,3,16,4]", "[2,3,16]", "[2,5,16]", "[2,4,3,5]",
     ],
-    "week2/03_sinusoidal_pe.py": ["0.00000011"],
+    "week2/03_sinusoidal_pe.py": ["0.00000011", "[0.8415,0.5403,0.0100,1.0000]"],
     "week2/04_norm_axes.py": ["-1.2247", "0.0000", "1.2247"],
     "week2/05_label_smoothing.py": [
+        "[0.02,0.02,0.92,0.02,0.02]",
         "[0.025,0.025,0.925,0.025]", "0.66827178", "equal=True",
     ],
     "week2/06_warmup_schedule.py": [
@@ -57,4 +58,6 @@ TOKENS = {
     ],
     "week2/07_decoder_parameter_count.py": ["4,204,032", "260"],
     "week2/08_teacher_forcing.py": ["[1,2,3,4]", "[0,1,2,3]", "[0,1,7,6]"],
+    # section 5's hand-check row, which beliefs 12 and 13 of the mistakes script show too
+    "week2/11_mistakes_shown.py": ["[0.8415,0.5403,0.0100,1.0000]"],
 }
