@@ -94,9 +94,11 @@ def test_smoothed_target_is_what_torch_uses(V, gold, epsilon):
     hand = -(q * torch.log_softmax(z, dim=-1)).sum()
     expected = F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
     torch.testing.assert_close(hand, expected, rtol=0, atol=1e-6)
-    other = smoothing.gold_exact_target(V, gold, epsilon)
-    if epsilon > 0:  # the other convention is a different target, not a rounding of this one
-        assert (other - q).abs().max() > 1e-3
+    torch.testing.assert_close(smoothing.smoothed_loss(z, q), expected, rtol=0, atol=1e-6)
+    other = smoothing.gold_exact_target(V, gold, epsilon)  # the other convention, by its definition:
+    assert other[gold].item() == pytest.approx(1 - epsilon)  # the gold gets exactly 1 - epsilon
+    assert torch.cat([other[:gold], other[gold + 1:]]).tolist() == pytest.approx([epsilon / (V - 1)] * (V - 1))
+    assert other.sum().item() == pytest.approx(1)
 
 
 @pytest.mark.parametrize(("d", "h", "f", "seq"), [(4, 1, 16, 3), (8, 2, 32, 5), (32, 4, 64, 9)])

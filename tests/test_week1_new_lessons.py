@@ -125,7 +125,9 @@ def test_saturation_verdicts_as_the_page_says(monkeypatch, capsys, tmp_path):
     (lambda Q, K, scaled: Q @ K.transpose(-2, -1), [True, False]),  # the 1/sqrt(d_k) forgotten
     (lambda Q, K, scaled: Q @ K.transpose(-2, -1) / Q.shape[-1], [False, False]),  # divided by d_k
     (lambda Q, K, scaled: Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), [False, True]),  # both scaled
-], ids=["scaling forgotten", "divided by d_k", "unscaled is scaled too"])
+    (lambda Q, K, scaled: Q @ K.transpose(-2, -1) * (1 / math.sqrt(Q.shape[-1]) if scaled else 1000),
+     [False, True]),  # one-hot at every width: nothing turns as d_k grows
+], ids=["scaling forgotten", "divided by d_k", "unscaled is scaled too", "one-hot from the start"])
 def test_wrong_scores_flip_the_saturation_verdicts(monkeypatch, capsys, tmp_path, wrong, expected):
     assert saturation_verdicts(monkeypatch, capsys, tmp_path, wrong) == expected
 
@@ -246,8 +248,9 @@ def test_a_layer_that_grows_with_the_sentence_flips_the_length_verdict(monkeypat
     assert "the same weights: False" in out
 
 
-def test_a_layer_whose_weights_depend_on_the_length_flips_the_length_verdict(monkeypatch, capsys):
-    """Each length builds its own layer: a build that draws other weights is caught, even at the same count."""
+def test_layers_built_with_other_weights_flip_the_length_verdict(monkeypatch, capsys):
+    """Each length gets a layer built afresh: a build that draws other weights (not one set of
+    weights for every length) is caught, even at the same count."""
     m = load_script(LENGTH)
     build = m.build_layer
     builds = []

@@ -40,7 +40,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser, png_path
+from common.cli import SEED, at_defaults, check_size, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
 from common.live import View, add_live, add_slider, need_window, show
 
@@ -203,15 +203,22 @@ def main():
     wide = widths[-1]
     w, g = results["unscaled"][-1]
     one_hot, vanished = w > ONE_HOT, g < VANISHED
+    narrow, w_narrow = widths[0], results["unscaled"][0][0]
+    grows = w_narrow <= ONE_HOT  # "turns" one-hot: not one-hot yet at the narrowest width
     print("\nClaim: unscaled, the softmax turns nearly one-hot as d_k grows and its gradient nearly vanishes.")
+    print(f"  at d_k={narrow}: largest weight {w_narrow:.3f} (not one-hot yet, for it to turn)")
     print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
           f"gradient {g:.3f} (vanished if below {VANISHED:g})")
     if wide < WIDE:  # "as d_k grows": a narrow head is not expected to be one-hot yet
         print(f"Verdict: not tested at these widths: the page says this happens as d_k grows, and it is judged "
               f"at d_k={WIDE} (add {WIDE} to --d-k)")
+    elif not grows and not at_defaults(parser, args):
+        print(f"Verdict: not tested at these widths: already one-hot at d_k={narrow}, so nothing turns (add a "
+              f"narrow width such as 4 to --d-k)")
     else:
-        print("Verdict: as the page says" if one_hot and vanished else
-              f"Verdict: CONTRADICTS THE PAGE (nearly one-hot: {one_hot}; gradient nearly gone: {vanished})")
+        print("Verdict: as the page says" if grows and one_hot and vanished else
+              f"Verdict: CONTRADICTS THE PAGE (not one-hot at d_k={narrow}: {grows}; nearly one-hot at "
+              f"d_k={wide}: {one_hot}; gradient nearly gone: {vanished})")
 
     rows = results["scaled"]
     w_wide = rows[-1][0]
