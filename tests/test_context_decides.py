@@ -157,6 +157,21 @@ def test_batches_and_random_labels(cd):
     assert 0.35 < agree < 0.65  # and the adjective says nothing about which
 
 
+@pytest.mark.parametrize("labels", ["meaning", "random"])
+def test_held_out_sentences_never_occur_in_the_training_batches(cd, labels):
+    """What main() trains on (make_data's batches) holds no held-out noun pair, and what it
+    tests on is exactly the 96 held-out sentences, with their true meaning."""
+    tokens, _, held_tokens, held_labels = cd.make_data(42, 1000, labels)  # the longest training allowed
+    pairs = {(cd.VOCAB[a], cd.VOCAB[p]) for a, p in tokens[..., [cd.ANIMAL_AT, cd.PLACE_AT]].reshape(-1, 2).tolist()}
+    assert not pairs & set(cd.HELD_OUT_PAIRS)
+    assert len(pairs) == 56  # every other pair does occur
+    expected = [cd.sentence_words(a, p, adj) for a, p in cd.HELD_OUT_PAIRS for adj in cd.ADJECTIVES]
+    assert sorted(held_tokens.tolist()) == sorted(cd.encode(words).tolist() for words in expected)
+    assert [cd.VOCAB[t] for t in held_labels.tolist()] == [
+        cd.meant(cd.VOCAB[row[cd.ADJECTIVE_AT]], cd.VOCAB[row[cd.ANIMAL_AT]], cd.VOCAB[row[cd.PLACE_AT]])
+        for row in held_tokens.tolist()]
+
+
 def test_a_hidden_adjective_changes_nothing_it_could_know(cd):
     model = cd.build_model(0)
     tired, wide = (cd.encode(cd.sentence_words("chicken", "road", a))[None] for a in ("tired", "wide"))
