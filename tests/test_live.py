@@ -2,9 +2,10 @@
 lesson computes for that setting (headless, with Agg); a window opens and closes where a
 display can be had (Xvfb here); where none can, one line and status 2.
 
-Each drawn value is compared with the printed line of a run of the lesson at the same
-setting, so a window that stopped redrawing (or drew a second copy of the maths that
-drifted) fails."""
+Each drawn value (titles, every bar, every image's array, the histograms) is compared with
+the printed line of a run of the lesson at the same setting, or with the lesson's own
+function for that setting, so a window that stopped redrawing, or drew something else,
+fails."""
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import time
 
 from common import OUTPUT_ROOT
 
+import numpy as np
 import pytest
 
 import run_all
@@ -49,7 +51,8 @@ def test_at_least_ten_lessons_go_live():
 
 def test_dot_product_variance_slider_draws_the_printed_variances(monkeypatch, capsys):
     name = "week1/02_dot_product_variance"
-    view = load_script(name).live_view(42, 2_000)
+    module = load_script(name)
+    view = module.live_view(42, 2_000)
     slider = view.widgets["d_k"]
     for j, d_k in ((6, 64), (2, 4), (10, 1024)):
         slider.set_val(j)
@@ -59,6 +62,10 @@ def test_dot_product_variance_slider_draws_the_printed_variances(monkeypatch, ca
         assert raw_title == f"raw q.k: Var = {float(var):.2f}"
         assert float(scaled_title.split("= ")[1]) == pytest.approx(float(scaled), abs=0.006)
         assert slider.valtext.get_text() == str(d_k)
+        dots = module.dot_products(np.random.default_rng(42), 2_000, d_k)  # as the view draws that width
+        for ax, values in zip(view.fig.axes[:2], (dots, dots / np.sqrt(d_k)), strict=True):
+            counts, edges, _ = ax.patches[0].get_data()
+            assert counts.tolist() == np.histogram(values, bins=edges)[0].tolist()
 
 
 # ---------------------------------------------------------------- no window: one line, status 2
@@ -128,22 +135,26 @@ def test_one_block_stage_slider_draws_each_printed_sat_row(monkeypatch, capsys):
     name = "week1/07_eli5_one_block"
     out = printed(monkeypatch, capsys, name)
     rows = [line.split("] ", 1)[1].strip() for line in out.splitlines() if line.startswith("  ") and "[3 x " in line]
-    view = load_script(name).live_view(4, 1, 16, 42)
+    module = load_script(name)
+    view = module.live_view(4, 1, 16, 42)
+    x, block, _ = module.build(4, 1, 16, 42)
+    with module.torch.no_grad():
+        grids = list(module.stages(block, x).values())
     assert len(rows) == 8
     for i, row in enumerate(rows):
         view.widgets["stage"].set_val(i)
         title = view.fig.axes[0].get_title().splitlines()
         assert title[1] == f"'sat' row: {row}"
         assert title[2:] == ([f"the stage before: {rows[i - 1]}"] if i else [])
-        shown = view.fig.axes[0].images[0].get_array()
-        assert shown.shape[0] == 3
+        assert np.array_equal(view.fig.axes[0].images[0].get_array(), grids[i][0].numpy())
 
 
 # ---------------------------------------------------------------- week1/11: saturation
 
 def test_saturation_slider_draws_the_printed_means(monkeypatch, capsys):
     name = "week1/11_softmax_saturation"
-    view = load_script(name).live_view(42, 32, 16)
+    module = load_script(name)
+    view = module.live_view(42, 32, 16)
     for j, d_k in ((2, 4), (8, 256), (9, 512)):
         view.widgets["d_k"].set_val(j)
         out = printed(monkeypatch, capsys, name, "--d-k", str(d_k), "1024", "--sentences", "32",
@@ -154,13 +165,17 @@ def test_saturation_slider_draws_the_printed_means(monkeypatch, capsys):
             f"unscaled {numbers[0]}, {numbers[1]}; scaled {numbers[2]}, {numbers[3]}")
         heights = [bar.get_height() for bar in view.fig.axes[1].patches]
         assert [f"{h:.3f}" for h in heights] == numbers
+        Q, K = module.queries_and_keys(np.random.default_rng(42), 32, 16, d_k)
+        one_query = [module.torch.softmax(module.scores(Q, K, scaled)[0, 0], -1).tolist() for scaled in (False, True)]
+        assert [bar.get_height() for bar in view.fig.axes[0].patches] == one_query[0] + one_query[1]
 
 
 # ---------------------------------------------------------------- week2/01: the causal mask
 
 def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
     name = "week2/01_causal_mask"
-    view = load_script(name).live_view(3)
+    module = load_script(name)
+    view = module.live_view(3)
     for T, i in ((6, 2), (9, 9), (4, 12)):
         view.widgets["T"].set_val(T)
         view.widgets["row"].set_val(i)
@@ -171,7 +186,10 @@ def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
         assert line.startswith(f"row {row}: [{', '.join(f'{w:.4f}' for w in drawn)}]; sum=")
         assert view.fig.axes[1].get_title() == (f"row {row}: {row} visible word{'s' * (row > 1)}; "
                                                 f"sum = {line.split('sum=')[1]}")
-        assert view.fig.axes[0].images[0].get_array().shape == (T, T)
+        mask = module.causal_mask(T)
+        weights = module.masked_weights(np.random.default_rng(3).standard_normal((T, T)), mask)
+        drawn = view.fig.axes[0].images[0].get_array()
+        assert np.array_equal(drawn.mask, mask == 1) and np.array_equal(drawn.data[mask == 0], weights[mask == 0])
 
 
 # ---------------------------------------------------------------- week2/03: positions
@@ -192,14 +210,15 @@ def test_positional_encoding_sliders_draw_the_printed_tags(monkeypatch, capsys):
         torch_form = module.torch_pe(50, d)[p].tolist()  # the lesson's independent torch form
         assert drawn == pytest.approx(torch_form, abs=1e-5)
         assert view.fig.axes[1].get_title() == f"PE({p}): squared length {d / 2:.4f} = d/2 = {d / 2:g}"
-        assert view.fig.axes[0].images[0].get_array().shape == (50, d)
+        assert np.array_equal(view.fig.axes[0].images[0].get_array(), module.sinusoidal_pe(50, d))
 
 
 # ---------------------------------------------------------------- week2/05: label smoothing
 
 def test_label_smoothing_slider_draws_the_printed_target_and_losses(monkeypatch, capsys):
     name = "week2/05_label_smoothing"
-    view = load_script(name).live_view([0.6, 0.1, 1.8, 0.5], 2)
+    module = load_script(name)
+    view = module.live_view([0.6, 0.1, 1.8, 0.5], 2)
     for epsilon in ("0.1", "0.3", "0"):
         view.widgets["epsilon"].set_val(float(epsilon))
         out = printed(monkeypatch, capsys, name, "--epsilon", epsilon)
@@ -207,6 +226,8 @@ def test_label_smoothing_slider_draws_the_printed_target_and_losses(monkeypatch,
         hand, by_torch = re.search(r"hand-built loss=([\d.]+); torch label_smoothing=\S+ loss=([\d.]+)", out).groups()
         target_ax, loss_ax = view.fig.axes[:2]
         assert [f"{bar.get_height():.3f}" for bar in target_ax.patches[:4]] == target
+        z = module.torch.tensor([0.6, 0.1, 1.8, 0.5])
+        assert [bar.get_height() for bar in target_ax.patches[4:]] == module.torch.softmax(z, -1).tolist()
         assert loss_ax.get_title() == f"loss: by hand {hand}\ntorch {by_torch}"
 
 
@@ -214,7 +235,8 @@ def test_label_smoothing_slider_draws_the_printed_target_and_losses(monkeypatch,
 
 def test_warmup_sliders_draw_the_printed_peak(monkeypatch, capsys):
     name = "week2/06_warmup_schedule"
-    view = load_script(name).live_view()
+    module = load_script(name)
+    view = module.live_view()
     for w, d in ((4000, 512), (2000, 256), (7500, 64)):
         view.widgets["warmup"].set_val(w)
         view.widgets["d_model"].set_val(d)
@@ -225,6 +247,7 @@ def test_warmup_sliders_draw_the_printed_peak(monkeypatch, capsys):
         assert view.fig.axes[0].get_title() == f"d = {d}, w = {w}: peak at step {peak}, lr = {lr}"
         curve = view.fig.axes[0].lines[0]
         assert f"{curve.get_ydata()[list(curve.get_xdata()).index(int(peak))]:.10f}" == lr
+        assert np.array_equal(curve.get_ydata(), module.learning_rate(curve.get_xdata(), d, w))
 
 
 # ---------------------------------------------------------------- week2/10: a head picker
@@ -243,6 +266,13 @@ def test_head_picker_draws_each_printed_head_and_the_blend(monkeypatch, capsys):
         alone = [bar.get_height() for bar in bars[8:]]
         blended = [bar.get_height() for bar in bars[:8]]
         assert alone != blended
+        drawn = view.fig.axes[0].images[0].get_array()
+        _, q, k, v, mask = module.snippet(6, 8, 42)[:5]
+        head_weights = module.split_into_heads(q, k, v, 4, mask)[3][i - 1].detach().numpy()
+        future = np.triu(np.ones((6, 6), dtype=bool), 1)
+        drawn = np.ma.masked_invalid(drawn)  # the blocked cells are not drawn
+        assert np.array_equal(np.ma.getmaskarray(drawn), future) and np.array_equal(drawn.data[~future],
+                                                                                   head_weights[~future])
     # The four heads alone add up to the blend, plus the bias counted three times too many.
     heads_alone = []
     for i in range(1, 5):
@@ -273,7 +303,10 @@ def test_head_picker_shows_each_printed_role_and_knock_out(monkeypatch, capsys):
         assert (module.band(a), module.band(b)) == knocked
     view.widgets["sentence"].set_val(5)
     sentence = held[4][held[4] != module.PAD]
-    assert view.fig.axes[0].images[0].get_array().shape == (len(sentence), len(sentence))
+    for h in (1, 2):
+        view.widgets["head"].set_val(h)
+        maps = module.attention_maps(model, sentence, 2)
+        assert np.array_equal(view.fig.axes[0].images[0].get_array(), maps[h - 1])
 
 
 # ---------------------------------------------------------------- week1/15: pick the adjective
@@ -290,5 +323,9 @@ def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypat
         line = next(line for line in out.splitlines() if line.startswith(f"  {adjective} -> it leans on "))
         noun, answer = re.search(r"leans on (\w+) .* answers \"(\w+)\"", line).groups()
         assert view.fig.axes[0].get_title().endswith(f"looks hardest at {noun}; the model answers \"{answer}\"")
+        words = module.sentence_words("chicken", "road", adjective)
+        _, weights, _ = module.it_attention(model, words)
+        drawn = [text.get_text() for text in view.fig.axes[0].texts if text.get_position()[0] == 1.85]
+        assert drawn == [f"{w:.2f}" for w in weights]  # the weight written beside each word
     view.widgets["pair"].set_active(1)  # dog/river: the title follows the sentence drawn
     assert "answers \"river\"" in view.fig.axes[0].get_title()
