@@ -171,9 +171,14 @@ def lesson_parser_of(name, monkeypatch):
 
 
 def range_ends(parser):
-    """[(the flag's action, argv)] for the two ends of every flag whose type is a range. An open
-    end (x < 4) is tried just below it; a list flag gets the end added to its default list."""
+    """[(the flag's action, argv)] for the two ends of every flag whose type is a range, or
+    whose values are choices (the first and the last). An open end (x < 4) is tried just
+    below it; a list flag gets the end added to its default list; a flag of two values gets
+    the choice twice."""
     for action in parser._actions:
+        if action.choices and action.option_strings:
+            for choice in dict.fromkeys([list(action.choices)[0], list(action.choices)[-1]]):
+                yield action, [action.option_strings[-1], *[str(choice)] * (action.nargs or 1)]
         if not isinstance(action.type, _Range):
             continue
         kind, lo, hi = action.type.kind, action.type.lo, action.type.hi
@@ -189,10 +194,11 @@ STARTED = 3.0  # seconds: a run still going by then has long passed its argument
 
 
 def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(monkeypatch):
-    """For every flag of every script: each end of the range --help shows, with the other flags
-    at their defaults, runs (or is still running after STARTED seconds: a training at
-    --steps 3000 is not waited for); or it is refused by a limit shared with other flags,
-    and then the flag's help names one of those flags."""
+    """For every flag of every script: each end of the range --help shows (each choice), with
+    the other flags at their defaults, is accepted and runs: it ends with status 0, or is
+    still running after STARTED seconds (a training at --steps 3000 is not waited for, so a
+    crash late in such a run is not seen here); or it is refused by a limit shared with
+    other flags, and then the flag's help names one of those flags."""
     cases = [(name, action, argv) for name in SCRIPTS
              for action, argv in range_ends(lesson_parser_of(name, monkeypatch))]
     results = run_all.run_scripts([(SCRIPTS[name], argv) for name, _, argv in cases], timeout=STARTED)
