@@ -20,12 +20,14 @@ first one) by one step; `q` closes the window (matplotlib's own key).
 """
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 
 from common.figures import plt
 
 FONT_SIZE = 12  # readable on a laptop screen at the window sizes the lessons use
-REDRAW_EVERY = 0.5  # seconds between redraws of a window that watches a training
+REDRAW_EVERY = 0.5  # seconds, at least, between redraws of a window that watches a training
+DRAWING_SHARE = 0.1  # ... and at most this share of the training's time spent drawing it
 
 
 @dataclass
@@ -129,21 +131,26 @@ def show(view):
 
 
 class TrainingWindow:
-    """A window that follows a training: `watch(step, ...)` redraws at most every REDRAW_EVERY
-    seconds (drawing is the slow part); closing the window lets the training finish quietly."""
+    """A window that follows a training: watch(step, ...) calls redraw(step, ...) now and then.
+    Drawing is the slow part, so after each redraw the next one waits until drawing has taken
+    at most DRAWING_SHARE of the time since (and at least REDRAW_EVERY seconds): the training
+    runs at most about that much slower for being watched. watch(..., last=True) always
+    redraws, to show where the training ended. Closing the window lets the training finish."""
 
     def __init__(self, view, redraw):
-        self.view, self.redraw, self.last, self.open = view, redraw, 0.0, True
+        self.view, self.redraw, self.next, self.open = view, redraw, 0.0, True
         view.fig.canvas.mpl_connect("close_event", self.closed)
+        plt.show(block=False)  # the window opens now; the script goes on training
 
     def closed(self, event):
         self.open = False
 
-    def watch(self, *state, now=None):
-        import time
-        now = time.monotonic() if now is None else now
-        if self.open and now - self.last >= REDRAW_EVERY:
+    def watch(self, *state, last=False):
+        start = time.monotonic()
+        if self.open and (last or start >= self.next):
+            first = self.next == 0.0  # the first draw also sets the window up: not a redraw's cost
             self.redraw(*state)
             self.view.fig.canvas.draw_idle()
-            self.view.fig.canvas.flush_events()  # let the window breathe: move, resize, close
-            self.last = time.monotonic()
+            self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
+            cost = 0.0 if first else time.monotonic() - start
+            self.next = time.monotonic() + max(REDRAW_EVERY, cost / DRAWING_SHARE)

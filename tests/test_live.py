@@ -99,7 +99,7 @@ def display():
     server.wait()
 
 
-# Runs the lesson with --live, closing its window one second after it opens.
+# Runs the lesson with --live, closing its windows one second after show() opens them.
 CLOSE_SOON = """
 import runpy, sys
 import common.live as live
@@ -107,7 +107,7 @@ show = live.show
 
 def show_briefly(view):
     timer = view.fig.canvas.new_timer(interval=1000)
-    timer.add_callback(live.plt.close, view.fig)
+    timer.add_callback(live.plt.close, "all")  # a training has its own window too
     timer.start()
     show(view)
 
@@ -329,3 +329,40 @@ def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypat
         assert drawn == [f"{w:.2f}" for w in weights]  # the weight written beside each word
     view.widgets["pair"].set_active(1)  # dog/river: the title follows the sentence drawn
     assert "answers \"river\"" in view.fig.axes[0].get_title()
+
+
+# ---------------------------------------------------------------- trainings, watched
+
+def test_the_training_window_draws_every_loss_and_the_attention_learned_so_far():
+    module = load_script("week2/12_train_tiny_transformer")
+    sources, targets, (held_src, held_tgt) = module.training_and_held_out(42, 60, "reverse")
+    window = module.live_training(60, held_src, held_tgt, True)
+    model, losses = module.train(42, sources, targets, True,
+                                 lambda step, losses, model: window.watch(step, losses, model, last=step == 60))
+    loss_ax, map_ax = window.view.fig.axes[:2]
+    assert list(loss_ax.lines[0].get_ydata()) == losses and loss_ax.get_title().startswith("step 60 of 60")
+    full = (held_src > module.EOS).sum(1) == module.MAX_LEN
+    learned = module.cross_attention_maps(model, held_src[full], held_tgt[full], True)[:, :7, :7].mean(0)
+    assert np.array_equal(map_ax.images[0].get_array(), learned.numpy())
+
+
+def test_watching_a_training_takes_a_bounded_share_of_its_time(monkeypatch):
+    """Each redraw is followed by a wait of at least cost / DRAWING_SHARE: with redraws that
+    cost 0.2 s, at most one in every 2 s of training."""
+    import common.live as live
+
+    clock = [0.0]
+    monkeypatch.setattr(live.time, "monotonic", lambda: clock[0])
+    drawn = []
+
+    def redraw(step):  # a redraw that takes 0.2 s
+        drawn.append(step)
+        clock[0] += 0.2
+
+    window = live.TrainingWindow(live.View(live.plt.figure()), redraw)
+    for step in range(1, 1001):  # 1000 steps of 0.01 s: 10 s of training
+        window.watch(step, last=step == 1000)
+        clock[0] += 0.01
+    gaps = np.diff(drawn[1:-1])
+    assert drawn[0] == 1 and drawn[-1] == 1000 and (gaps >= 0.2 / live.DRAWING_SHARE / 0.01 - 1).all()
+    assert 0.2 * len(drawn) <= 0.15 * (10 + 0.2 * len(drawn))  # drawing: under 15% of the wall time

@@ -132,6 +132,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT
 from common.cli import SEED, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import TrainingWindow, View, add_live, need_window, show
 from common.printing import n_params
 from common.progress import Progress
 
@@ -483,6 +484,32 @@ def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
     return fig
 
 
+def live_training(steps, held_src, held_tgt, causal):
+    """A window that follows the training (--live): the loss so far against its floor, and the
+    cross-attention averaged over the held-out strings of full length, as it forms."""
+    full = (held_src > EOS).sum(1) == MAX_LEN
+    n = MAX_LEN + 1  # the digits and </s>
+    fig, (loss_ax, map_ax) = plt.subplots(1, 2, figsize=(12, 5.5), layout="constrained")
+    (curve,) = loss_ax.plot([], [], color="tab:blue", label="training loss")
+    loss_ax.axhline(loss_floor(), color="0.5", linestyle="--", label=f"the floor, {loss_floor():.4f}")
+    loss_ax.set(xlim=(1, steps), ylim=(0, 4), xlabel="training step", ylabel="label-smoothed loss")
+    loss_ax.legend(loc="upper right")
+    image = map_ax.imshow(np.zeros((n, n)), cmap="viridis", vmin=0, vmax=1)
+    positions = [*map(str, range(MAX_LEN)), "</s>"]
+    map_ax.set_xticks(range(n), positions)
+    map_ax.set_yticks(range(n), positions)
+    map_ax.set(xlabel="source position (0 = the first digit read)", ylabel="target position t")
+    fig.suptitle("Training as it happens: the loss falls, and the decoder learns where to read")
+
+    def redraw(step, losses, model):
+        curve.set_data(range(1, len(losses) + 1), losses)
+        loss_ax.set_title(f"step {step} of {steps}: loss {losses[-1]:.2f}")
+        image.set_data(cross_attention_maps(model, held_src[full], held_tgt[full], causal)[:, :n, :n].mean(0).numpy())
+        map_ax.set_title(f"cross-attention, averaged over {int(full.sum())} held-out strings")
+
+    return TrainingWindow(View(fig), redraw)
+
+
 # ---------------------------------------------------------------- the lesson
 
 def yes(flag):
@@ -562,8 +589,11 @@ def main():
     parser.add_argument("--figure", type=png_path, default=None,
                         help="where to save the cross-attention figure (a default run saves it in "
                         "build/figures/week2/, as its pixels depend on the CPU)")
+    add_live(parser, "watch the training: the loss and the cross-attention redrawn as it learns, then the figure")
     args = parser.parse_args()
     task, causal, steps = args.task, not args.no_mask, args.steps
+    if args.live:
+        need_window(parser)
     # One thread. Alone on this 2-core machine two threads were a little faster (6 against
     # 9 ms a step, measured with the earlier 7-token rows), but `make check` runs two
     # scripts at once, and two such runs with two threads each took 313 ms a step (the
@@ -596,9 +626,12 @@ def main():
     print(f"causal mask: {'on' if causal else 'OFF (--no-mask): every position also sees the inputs after it'}")
 
     evaluations = {}
+    window = live_training(steps, held_src, held_tgt, causal) if args.live else None
     with Progress("training step", steps) as progress:
         def watch(step, losses, model):
             progress.update(step)
+            if window:
+                window.watch(step, losses, model, last=step == steps)
             if step in (EARLY, steps):
                 evaluations[step] = evaluate(model, held_src, held_tgt, causal)
 
@@ -675,12 +708,14 @@ def main():
               f"the scores differ by up to {apart:.2g}")
     print(f"Verdict: {mask_verdict(causal, final, same)}")
 
-    fig = plot(maps[example, :n, :n].numpy(), mean_map.numpy(), held_src[example], held_tgt[example],
-               int(full.sum()), task)
-    print(save_figure(fig, figure_path(parser, args, FIGURE, ignore=("figure", "table"))))
+    figure_data = (maps[example, :n, :n].numpy(), mean_map.numpy(), held_src[example], held_tgt[example],
+                   int(full.sum()), task)
+    print(save_figure(plot(*figure_data), figure_path(parser, args, FIGURE, ignore=("table",))))
     # Every line above is a token, a count that a converged run reaches, a band, or a verdict
     # with a margin: the losses and accuracies themselves differ from CPU to CPU (--table shows
     # them), the bands and verdicts do not.
+    if args.live:
+        show(View(plot(*figure_data)))  # beside the training window: the figure a default run saves
 
 
 if __name__ == "__main__":
