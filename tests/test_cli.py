@@ -57,7 +57,7 @@ TOO_BIG = {
     "week1/01_attention_from_scratch": ["--batch", "256", "--heads", "256", "--tokens", "256", "--d-k", "256"],
     "week1/02_dot_product_variance": ["--pairs", "100000", "--d-k", "1024"],
     "week1/03_multihead_shape_check": ["--batch", "64", "--seq-len", "512", "--d-model", "1024", "--heads", "64"],
-    "week1/09_bottleneck_experiment": ["--steps", "3000", "--max-len", "32"],
+    "week1/09_bottleneck_experiment": ["--steps", "1000", "--max-len", "32"],
     "week1/10_slow_chain_path_length": ["--d", "32", "--sentences", "256", "--max-len", "128"],
     "week1/11_softmax_saturation": ["--sentences", "4096", "--tokens", "64"],
     "week1/12_attention_shapes": ["--batch", "512", "--tokens", "512", "--d-model", "512", "--d-k", "512",
