@@ -149,7 +149,7 @@ def test_attention_restricted_to_the_last_state_loses_its_advantage(rigged):
 
 def test_rows_short_enough_for_the_note_do_not_fall_off(rigged):
     out = rigged["short rows"]
-    assert NO_FALL in out and "NOT SEEN HERE" in out
+    assert NO_FALL in out and "NOT THE PAGE'S PICTURE at these settings" in out
     assert HOLDS in out
 
 

@@ -366,3 +366,13 @@ def test_watching_a_training_takes_a_bounded_share_of_its_time(monkeypatch):
     gaps = np.diff(drawn[1:-1])
     assert drawn[0] == 1 and drawn[-1] == 1000 and (gaps >= 0.2 / live.DRAWING_SHARE / 0.01 - 1).all()
     assert 0.2 * len(drawn) <= 0.15 * (10 + 0.2 * len(drawn))  # drawing: under 15% of the wall time
+
+
+def test_the_bottleneck_window_follows_both_trainings():
+    module = load_script("week1/09_bottleneck_experiment")
+    window = module.live_training(20, "all")
+    accuracy, _, _, example_alpha = module.experiment(8, 8, 20, 42, window=window)
+    loss_ax, table_ax = window.view.fig.axes[:2]
+    assert [len(line.get_ydata()) for line in loss_ax.lines] == [20, 20]  # both trainings, every step drawn last
+    assert table_ax.get_title() == "its alignment table, step 20"
+    assert np.array_equal(table_ax.images[0].get_array(), example_alpha)  # the trained model's own table

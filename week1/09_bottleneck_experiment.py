@@ -98,6 +98,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.live import TrainingWindow, View, add_live, need_window, show
 from common.progress import Progress
 
 import numpy as np
@@ -260,16 +261,22 @@ def accuracy_by_length(model, attention, tests, look_back="all"):
     return accuracy, alpha8
 
 
-def experiment(hidden, max_len, steps, seed, look_back="all"):
+def experiment(hidden, max_len, steps, seed, look_back="all", window=None):
     """Train both models on the same rows and test them on the same held-out rows. Returns
     {model name: {length: accuracy}}, the test rows, the attention model's alignment tables
-    for the 8-digit test rows [N, 8, 8] and for EXAMPLE [8, 8]."""
+    for the 8-digit test rows [N, 8, 8] and for EXAMPLE [8, 8]. window: a TrainingWindow
+    (--live) that watches each training as it goes."""
     batches, tests = training_and_test_rows(seed, max_len, steps)
     accuracy = {}
     for name, attention in MODELS:
         model = build(hidden, seed)
         with Progress(f"training the {name} model: step", steps) as progress:
-            train(model, attention, batches, look_back, watch=lambda step, losses, model: progress.update(step))
+            def watch(step, losses, model, name=name, attention=attention):
+                progress.update(step)
+                if window:
+                    window.watch(name, attention, step, losses, model, last=step == steps)
+
+            train(model, attention, batches, look_back, watch=watch)
         accuracy[name], alpha8 = accuracy_by_length(model, attention, tests, look_back)
     with torch.no_grad():  # model is now the trained attention model
         _, example_alpha = run(model, torch.tensor([EXAMPLE]), None, True, look_back)
@@ -337,6 +344,33 @@ def make_figure(accuracy, rows, example_alpha, max_len):
     return fig
 
 
+def live_training(steps, look_back):
+    """A window that follows both trainings (--live): each model's loss as it falls, and the
+    attention model's alignment table for the example row, as it forms."""
+    fig, (loss_ax, table_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2), layout="constrained")
+    curves = {name: loss_ax.plot([], [], color=colour, label=name)[0]
+              for name, colour in (("fixed-context", "tab:red"), ("attention", "tab:blue"))}
+    loss_ax.set(xlim=(1, steps), ylim=(0, 2.5), xlabel="training step", ylabel="loss (cross-entropy)")
+    loss_ax.legend(loc="upper right")
+    image = table_ax.imshow(np.zeros((len(EXAMPLE), len(EXAMPLE))), cmap="Greys", vmin=0, vmax=1)
+    table_ax.set_xticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])
+    table_ax.set_yticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])
+    table_ax.set(xlabel="digit read (source)", ylabel="digit written (target)",
+                 title="the attention model's alignment table")
+    fig.suptitle("Training as it happens: two translators, one summary or a look back")
+
+    def redraw(name, attention, step, losses, model):
+        curves[name].set_data(range(1, len(losses) + 1), losses)
+        loss_ax.set_title(f"the {name} model, step {step} of {steps}: loss {losses[-1]:.2f}")
+        if attention:
+            with torch.no_grad():
+                _, alpha = run(model, torch.tensor([EXAMPLE]), None, True, look_back)
+            image.set_data(alpha[0].numpy())
+            table_ax.set_title(f"its alignment table, step {step}")
+
+    return TrainingWindow(View(fig), redraw)
+
+
 def main():
     parser = lesson_parser(__file__, "Fixed-context vs attention encoder-decoders on rows of digits of growing "
                            "length (Week 1, sections 1 and 2).\nTraining runs a little differently on each CPU, "
@@ -368,6 +402,7 @@ def main():
     parser.add_argument("--figure", type=png_path, default=None,
                         help="where to save the figure; a default run saves it under build/ (its pixels "
                         "vary by CPU), the README's copy is week1/figures/bottleneck_accuracy_by_length.png")
+    add_live(parser, "watch both trainings: the losses and the alignment table redrawn as they learn, then the figure")
     args = parser.parse_args()
     if work(vars(args)) > WORK_LIMIT:
         lower = [flag for flag, can in (("--steps", args.steps > 1), ("--max-len", args.max_len > 8),
@@ -375,6 +410,8 @@ def main():
         parser.error(f"--steps x --max-len x max(1, --hidden / 32) is {work(vars(args)):,.0f}; the limit is "
                      f"{WORK_LIMIT:,} (about 4 times the default run's training): make {' or '.join(lower)} "
                      "smaller")
+    if args.live:
+        need_window(parser)
     torch.set_num_threads(1)  # tiny matrices: two threads were slower here, and make check runs a
     #                           second script beside this one
 
@@ -389,7 +426,9 @@ def main():
     print(f"  fixed-context: the decoder gets only c = h_T, the encoder's last state: one note of {n} numbers")
     print(f"  attention: the decoder also looks back at {look}, giving each a score")
     print("  e = v_a . tanh(s W_a + h_i U_a): how useful h_i is now, given s, the decoder's own state")
-    accuracy, tests, alpha8, example_alpha = experiment(n, args.max_len, args.steps, args.seed, args.look_back)
+    window = live_training(args.steps, args.look_back) if args.live else None
+    accuracy, tests, alpha8, example_alpha = experiment(n, args.max_len, args.steps, args.seed, args.look_back,
+                                                        window)
     rows = {T: len(x) for T, x in tests.items()}
     (short_lengths, long_lengths), summary = short_and_long(accuracy, rows)
 
@@ -416,12 +455,12 @@ def main():
         for T in rows:
             print(f"  {T:6d}  {rows[T]:4d}  {accuracy['fixed-context'][T]:13.3f}  {accuracy['attention'][T]:9.3f}")
     short, long = summary["fixed-context"]
-    miss = ("CONTRADICTS THE PAGE" if at_defaults(parser, args, ignore=("figure", "table")) else
+    miss = ("CONTRADICTS THE PAGE" if at_defaults(parser, args, ignore=("table",)) else
             "NOT THE PAGE'S PICTURE at these settings")
     falls = short > HIGH and long < LOW
     print(f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
           f"{HIGH:.2f} to below {LOW:.2f} as rows grow: "
-          f"{'as the page says' if falls else 'NOT SEEN HERE (the page: a strain, not a law)'}")
+          f"{'as the page says' if falls else miss}")
     holds = summary["attention"][1] > HIGH
     print(f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
           f"on the longest rows: {'as the page says' if holds else miss}")
@@ -441,10 +480,12 @@ def main():
         print("           reads " + "    ".join(map(str, EXAMPLE)))
         for digit, row in zip(EXAMPLE, example_alpha, strict=True):
             print(f"    writes {digit}:  " + " ".join(f"{a:.2f}" for a in row))
-    fig = make_figure(accuracy, rows, example_alpha, args.max_len)
-    print(save_figure(fig, figure_path(parser, args, FIGURE, ignore=("figure", "table"))))
+    print(save_figure(make_figure(accuracy, rows, example_alpha, args.max_len),
+                      figure_path(parser, args, FIGURE, ignore=("table",))))
     # The fixed-context decoder must pull every digit out of one vector of n numbers, and
     # the longer the row, the more it loses; the attention decoder reads each digit where it is.
+    if args.live:
+        show(View(make_figure(accuracy, rows, example_alpha, args.max_len)))  # the figure a default run saves
 
 
 if __name__ == "__main__":
