@@ -69,23 +69,26 @@ def live_view(logits, gold):
     fig.subplots_adjust(bottom=0.22, top=0.82, wspace=0.3)
     slider = add_slider(fig, "epsilon", 0, 0.99, 0.1, step=0.01)
     words = [f"{'gold ' if i == gold else ''}{i}" for i in range(V)]
-    p = torch.softmax(z, dim=-1).numpy()
+    q_bars = target_ax.bar(np.arange(V) - 0.2, np.zeros(V), width=0.4, color="tab:green", label="target q (smoothed)")
+    target_ax.bar(np.arange(V) + 0.2, torch.softmax(z, dim=-1).numpy(), width=0.4, color="0.6",
+                  label="model softmax(z)")
+    target_ax.set_xticks(range(V), words, rotation=90 if V > 12 else 0)
+    target_ax.set(ylim=(0, 1), ylabel="probability")
+    target_ax.legend(loc="upper left")
+    plain = torch_loss(z, gold, 0.0).item()
+    loss_bars = loss_ax.bar([0, 1, 2], [0, 0, plain], color=["tab:green", "tab:blue", "0.6"])
+    loss_ax.set_xticks([0, 1, 2], ["by hand", "torch", "plain CE\n(epsilon 0)"])
+    loss_ax.set(ylabel="loss", ylim=(0, 1.15 * max(plain, torch_loss(z, gold, 0.99).item())))
 
     def update(epsilon):
         q = smoothed_target(V, gold, epsilon)
         hand, by_torch = smoothed_loss(z, q).item(), torch_loss(z, gold, epsilon).item()
-        plain = torch_loss(z, gold, 0.0).item()
-        target_ax.clear()
-        target_ax.bar(np.arange(V) - 0.2, q.numpy(), width=0.4, color="tab:green", label="target q (smoothed)")
-        target_ax.bar(np.arange(V) + 0.2, p, width=0.4, color="0.6", label="model softmax(z)")
-        target_ax.set_xticks(range(V), words, rotation=90 if V > 12 else 0)
-        target_ax.set(ylim=(0, 1), ylabel="probability",
-                      title=f"q = {1 - epsilon + epsilon / V:.3f} on gold, {epsilon / V:.3f} on each other")
-        target_ax.legend(loc="upper left")
-        loss_ax.clear()
-        loss_ax.bar([0, 1, 2], [hand, by_torch, plain], color=["tab:green", "tab:blue", "0.6"])
-        loss_ax.set_xticks([0, 1, 2], ["by hand", "torch", "plain CE\n(epsilon 0)"])
-        loss_ax.set(ylabel="loss", title=f"loss: by hand {hand:.8f}\ntorch {by_torch:.8f}")
+        for bar, height in zip(q_bars, q.tolist(), strict=True):
+            bar.set_height(height)
+        target_ax.set_title(f"q = {1 - epsilon + epsilon / V:.3f} on gold, {epsilon / V:.3f} on each other")
+        loss_bars[0].set_height(hand)
+        loss_bars[1].set_height(by_torch)
+        loss_ax.set_title(f"loss: by hand {hand:.8f}\ntorch {by_torch:.8f}")
         fig.suptitle(f"Label smoothing, epsilon = {epsilon:.2f}: the gold word gets 1 - epsilon + epsilon/V")
         fig.canvas.draw_idle()
 

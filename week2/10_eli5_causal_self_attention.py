@@ -87,20 +87,23 @@ def live_view(seq, d_model, h, seed):
     fig, (grid_ax, out_ax) = plt.subplots(1, 2, figsize=(12, 5.8))
     fig.subplots_adjust(bottom=0.22, top=0.8, wspace=0.3)
     slider = add_slider(fig, "head", 1, h, 1)
+    image = grid_ax.imshow(np.zeros((seq, seq)), cmap="viridis", vmin=0, vmax=1)
+    grid_ax.set(xlabel="token it looks at", ylabel="token")
+    out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
+    alone_bars = out_ax.bar(np.arange(d_model) + 0.2, np.zeros(d_model), width=0.4, color="tab:orange",
+                            label="W_O, one head alone")
+    reach = max(abs(blended).max(), *(head_alone(W_O, concat, i, h)[-1].abs().max().item() for i in range(h)))
+    out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.1 * reach), title="the last token's new vector")
+    out_ax.legend(loc="upper right")
+    fig.suptitle(f"{h} untrained heads over {seq} tokens: each its own pattern, all causal; W_O blends them")
 
     def update(head):
         i = int(head) - 1
         w = head_weights[i].detach()
-        grid_ax.clear()
-        grid_ax.imshow(w.masked_fill(mask, float("nan")).numpy(), cmap="viridis", vmin=0, vmax=1)
-        grid_ax.set(xlabel="token it looks at", ylabel="token", title=f"head {i + 1}: last row={vec(w[-1], 2)}")
-        out_ax.clear()
-        out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
-        out_ax.bar(np.arange(d_model) + 0.2, head_alone(W_O, concat, i, h)[-1].numpy(), width=0.4,
-                   color="tab:orange", label=f"W_O, head {i + 1} alone")
-        out_ax.set(xlabel="output number", title="the last token's new vector")
-        out_ax.legend(loc="upper right")
-        fig.suptitle(f"{h} untrained heads over {seq} tokens: each its own pattern, all causal; W_O blends them")
+        image.set_data(w.masked_fill(mask, float("nan")).numpy())
+        grid_ax.set_title(f"head {i + 1}: last row={vec(w[-1], 2)}")
+        for bar, height in zip(alone_bars, head_alone(W_O, concat, i, h)[-1].tolist(), strict=True):
+            bar.set_height(height)
         fig.canvas.draw_idle()
 
     slider.on_changed(update)
