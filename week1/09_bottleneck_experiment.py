@@ -347,7 +347,8 @@ def make_figure(accuracy, rows, example_alpha, max_len):
 def live_training(steps, look_back):
     """A window that follows both trainings (--live): each model's loss as it falls, and the
     attention model's alignment table for the example row, as it forms."""
-    fig, (loss_ax, table_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2), layout="constrained")
+    fig, (loss_ax, table_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
+    fig.subplots_adjust(left=0.07, right=0.97, bottom=0.12, top=0.86, wspace=0.25)  # fixed: quicker redraws
     curves = {name: loss_ax.plot([], [], color=colour, label=name)[0]
               for name, colour in (("fixed-context", "tab:red"), ("attention", "tab:blue"))}
     loss_ax.set(xlim=(1, steps), ylim=(0, 2.5), xlabel="training step", ylabel="loss (cross-entropy)")
