@@ -22,3 +22,27 @@ def load_script(name):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def run_on_a_terminal(argv, cwd, env):
+    """Run argv with its stderr on a pseudo-terminal (as a learner's terminal), stdout piped.
+    Returns (exit status, stdout, all the bytes the terminal received)."""
+    import os
+    import pty
+    import subprocess
+
+    leader, follower = pty.openpty()
+    process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=follower, text=True)
+    os.close(follower)
+    out, _ = process.communicate(timeout=600)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(leader)
+    return process.returncode, out, seen

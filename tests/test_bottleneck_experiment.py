@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import run_all
-from tests.conftest import SCRIPTS, load_script
+from tests.conftest import SCRIPTS, load_script, run_on_a_terminal
 
 NAME = "week1/09_bottleneck_experiment"
 FALLS = "Verdict (section 1): fixed-context falls from above 0.90 to below 0.60 as rows grow"
@@ -252,26 +252,10 @@ def test_too_much_training_is_a_usage_error_naming_only_what_lowers_it():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
 def test_progress_shows_on_a_terminal_and_leaves_stdout_alone(tmp_path):
-    import pty
-
-    leader, follower = pty.openpty()
     env = {**os.environ, **run_all.FIXED_ENV, "LESSONS_OUTPUT_ROOT": str(tmp_path)}
     argv = ["--steps", "20", "--max-len", "8", "--hidden", "8"]
-    process = subprocess.Popen([sys.executable, str(SCRIPTS[NAME]), *argv], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=follower, text=True)
-    os.close(follower)
-    out, _ = process.communicate(timeout=600)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    assert process.returncode == 0
+    code, out, seen = run_on_a_terminal([sys.executable, str(SCRIPTS[NAME]), *argv], tmp_path, env)
+    assert code == 0
     for name in ("fixed-context", "attention"):
         assert f"\rtraining the {name} model: step 20/20".encode() in seen
     assert re.search(rb"\r {10,}\r$", seen), seen[-200:]  # the last thing written wipes the line

@@ -3,7 +3,6 @@ wiped at the end; stdout (what the check compares) never sees it."""
 import io
 import os
 import re
-import subprocess
 import sys
 
 from common.progress import Progress
@@ -11,7 +10,7 @@ from common.progress import Progress
 import pytest
 
 import run_all
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRIPTS, run_on_a_terminal
 
 
 class Terminal(io.StringIO):
@@ -40,25 +39,9 @@ def test_a_terminal_sees_the_count_in_place_then_a_clean_line():
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
 def test_a_training_lesson_shows_progress_on_a_terminal_and_prints_the_same_lines(tmp_path):
     """week1/16 (about a second of training) with its stderr on a pseudo-terminal."""
-    import pty
-
-    leader, follower = pty.openpty()
     env = {**os.environ, **run_all.FIXED_ENV, "LESSONS_OUTPUT_ROOT": str(tmp_path)}
-    process = subprocess.Popen([sys.executable, str(SCRIPTS["week1/16_heads_take_roles"])], cwd=tmp_path, env=env,
-                               stdout=subprocess.PIPE, stderr=follower, text=True)
-    os.close(follower)
-    out, _ = process.communicate(timeout=600)
-    seen = b""
-    while True:
-        try:
-            chunk = os.read(leader, 4096)
-        except OSError:  # the terminal closed with the process
-            break
-        if not chunk:
-            break
-        seen += chunk
-    os.close(leader)
-    assert process.returncode == 0
+    code, out, seen = run_on_a_terminal([sys.executable, str(SCRIPTS["week1/16_heads_take_roles"])], tmp_path, env)
+    assert code == 0
     assert b"training step" in seen
     assert re.search(rb"\r {10,}\r$", seen), seen[-200:]  # the last thing written wipes the line
     golden = run_all.golden_path("week1/16_heads_take_roles").read_text(encoding="utf-8")
