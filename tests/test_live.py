@@ -376,3 +376,27 @@ def test_the_bottleneck_window_follows_both_trainings():
     assert [len(line.get_ydata()) for line in loss_ax.lines] == [20, 20]  # both trainings, every step drawn last
     assert table_ax.get_title() == "its alignment table, step 20"
     assert np.array_equal(table_ax.images[0].get_array(), example_alpha)  # the trained model's own table
+
+
+def test_the_arrow_keys_move_the_active_slider_one_step():
+    import common.live as live
+
+    from matplotlib.backend_bases import KeyEvent, MouseEvent
+
+    view = load_script("week2/06_warmup_schedule").live_view()
+    warmup, d_model = view.widgets["warmup"], view.widgets["d_model"]
+    live.arrow_keys(view.fig, [warmup, d_model])
+    canvas = view.fig.canvas
+
+    def press(key):
+        canvas.callbacks.process("key_press_event", KeyEvent("key_press_event", canvas, key))
+
+    press("right")
+    assert (warmup.val, d_model.val) == (4500, 512)  # the first slider is active at first
+    x, y = d_model.ax.transAxes.transform((0.5, 0.5))
+    canvas.callbacks.process("button_press_event", MouseEvent("button_press_event", canvas, x, y, button=1))
+    value = d_model.val  # the click itself may move it
+    press("left")
+    press("left")
+    assert d_model.val == value - 128 and warmup.val == 4500
+    assert view.fig.axes[0].get_title().startswith(f"d = {int(d_model.val)}, w = 4500")
