@@ -56,34 +56,44 @@ def live_view(seed):
     T_slider = add_slider(fig, "T", 1, 12, 6, row=1)
     row_slider = add_slider(fig, "row i", 1, 12, 3)
 
-    def update(_):
+    drawn = {}  # what the T slider drew last: the weights, the row's box and bars
+
+    def update_T(_):
         T = int(T_slider.val)
-        i = min(int(row_slider.val), T)  # the row picker stops at the last row
-        scores = np.random.default_rng(seed).standard_normal((T, T))
         mask = causal_mask(T)
-        weights = masked_weights(scores, mask)
+        weights = masked_weights(np.random.default_rng(seed).standard_normal((T, T)), mask)
         grid_ax.clear()
         grid_ax.imshow(np.ma.masked_where(mask == 1, weights), cmap="viridis", vmin=0, vmax=1)
         grid_ax.imshow(np.ma.masked_where(mask == 0, mask), cmap="Greys", vmin=0, vmax=3)  # blocked: grey
-        grid_ax.add_patch(plt.Rectangle((-0.5, i - 1.5), T, 1, fill=False, edgecolor="red", linewidth=3))
         for r, total in enumerate(weights.sum(axis=1)):
             grid_ax.text(T - 0.3, r, f"sum {total:.2f}", va="center", fontsize=9)
-        row_slider.valtext.set_text(str(i))
         grid_ax.set_xticks(range(T), [str(j + 1) for j in range(T)])
         grid_ax.set_yticks(range(T), [str(r + 1) for r in range(T)])
         grid_ax.set(xlabel="key j (the word looked at)", ylabel="query i (the word being written)",
                     title=f"weights, T={T}: grey cells blocked ({int(mask.sum())} = T(T-1)/2)")
         row_ax.clear()
-        row_ax.bar(np.arange(1, T + 1), weights[i - 1], color=["tab:blue"] * i + ["0.8"] * (T - i))
+        drawn.update(weights=weights, bars=row_ax.bar(np.arange(1, T + 1), np.zeros(T)),
+                     box=grid_ax.add_patch(plt.Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",
+                                                         linewidth=3)))
         row_ax.set_xticks(range(1, T + 1))
-        row_ax.set(ylim=(0, 1), xlabel="key j", ylabel="weight",
-                   title=f"row {i}: {i} visible word{'s' * (i > 1)}; sum = {weights[i - 1].sum():.4f}")
-        fig.suptitle(f"Causal mask: row i sees words 1..i only (random scores, seed {seed})")
+        row_ax.set(ylim=(0, 1), xlabel="key j", ylabel="weight")
+        update_row(None)
+
+    def update_row(_):
+        weights = drawn["weights"]
+        i = min(int(row_slider.val), len(weights))  # the row picker stops at the last row
+        row_slider.valtext.set_text(str(i))
+        drawn["box"].set_y(i - 1.5)
+        for j, bar in enumerate(drawn["bars"]):
+            bar.set_height(weights[i - 1, j])
+            bar.set_color("tab:blue" if j < i else "0.8")
+        row_ax.set_title(f"row {i}: {i} visible word{'s' * (i > 1)}; sum = {weights[i - 1].sum():.4f}")
         fig.canvas.draw_idle()
 
-    T_slider.on_changed(update)
-    row_slider.on_changed(update)
-    update(None)
+    T_slider.on_changed(update_T)
+    row_slider.on_changed(update_row)
+    fig.suptitle(f"Causal mask: row i sees words 1..i only (random scores, seed {seed})")
+    update_T(None)
     return View(fig, {"T": T_slider, "row": row_slider})
 
 

@@ -73,25 +73,35 @@ def live_view():
     p_slider = add_slider(fig, "position p", 0, LIVE_POSITIONS - 1, 1, row=1)
     d_slider = add_slider(fig, "d_model", 2, 64, 16, step=2)
 
-    def update(_):
-        p, d = int(p_slider.val), int(d_slider.val)
+    drawn = {}  # what the d_model slider drew last: the table, the row's box and bars
+
+    def update_d(_):
+        d = int(d_slider.val)
         pe = sinusoidal_pe(LIVE_POSITIONS, d)  # [positions, d]
         table_ax.clear()
         table_ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-        table_ax.add_patch(plt.Rectangle((-0.5, p - 0.5), d, 1, fill=False, edgecolor="black", linewidth=2.5))
         table_ax.set(xlabel="coordinate (even: sin, odd: cos)", ylabel="position p",
                      title=f"PE table, positions 0..{LIVE_POSITIONS - 1}, d = {d}")
         row_ax.clear()
-        row_ax.bar(range(d), pe[p], color=["tab:orange", "tab:purple"] * (d // 2))
+        drawn.update(pe=pe, bars=row_ax.bar(range(d), np.zeros(d), color=["tab:orange", "tab:purple"] * (d // 2)),
+                     box=table_ax.add_patch(plt.Rectangle((-0.5, -0.5), d, 1, fill=False, edgecolor="black",
+                                                          linewidth=2.5)))
         row_ax.xaxis.get_major_locator().set_params(integer=True)
-        row_ax.set(ylim=(-1.05, 1.05), xlabel="coordinate (orange: sin, purple: cos)",
-                   title=f"PE({p}): squared length {(pe[p] ** 2).sum():.4f} = d/2 = {d / 2:g}")
-        fig.suptitle("Each sin/cos pair turns at its own speed; every entry stays in [-1, 1]")
+        row_ax.set(ylim=(-1.05, 1.05), xlabel="coordinate (orange: sin, purple: cos)")
+        update_p(None)
+
+    def update_p(_):
+        p, pe = int(p_slider.val), drawn["pe"]
+        drawn["box"].set_y(p - 0.5)
+        for bar, value in zip(drawn["bars"], pe[p], strict=True):
+            bar.set_height(value)
+        row_ax.set_title(f"PE({p}): squared length {(pe[p] ** 2).sum():.4f} = d/2 = {pe.shape[1] / 2:g}")
         fig.canvas.draw_idle()
 
-    p_slider.on_changed(update)
-    d_slider.on_changed(update)
-    update(None)
+    p_slider.on_changed(update_p)
+    d_slider.on_changed(update_d)
+    fig.suptitle("Each sin/cos pair turns at its own speed; every entry stays in [-1, 1]")
+    update_d(None)
     return View(fig, {"position": p_slider, "d_model": d_slider})
 
 
