@@ -152,10 +152,11 @@ def quotes_missing(name, text, root=ROOT):
 
 # A lesson's self-checks are the lines that give an answer: a word below, or a Verdict
 # line, whose answer is whether it says "as the page says" (a verdict may run on over the
-# lines after it, up to the next blank or Verdict line). Two lines ask the same question
-# when they are equal once their numbers and answers are blanked out.
+# indented lines after it). Two lines ask the same question when they are equal once their
+# numbers, bands ("above 0.90", "5 to 30") and answers are blanked out.
 ANSWER = re.compile(r"\b(True|False|yes|no|agree|DISAGREE)\b")
-NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?|\b(?:nan|inf)\b")
+NUMBER = re.compile(r"[-+]?\d[\d,]*(?:\.\d+)?(?:e[-+]?\d+)?%?|\b(?:nan|inf)\b")
+BAND = re.compile(r"\b(?:above|below|under) #|# to #|# or more")
 UPHELD = "as the page says"
 
 
@@ -165,13 +166,14 @@ def self_checks(text):
     for n, line in enumerate(lines, 1):
         if line.lstrip().startswith("Verdict"):
             verdict = line
-            for more in lines[n:]:  # its continuation lines
-                if not more.strip() or more.lstrip().startswith("Verdict"):
+            for more in lines[n:]:  # its continuation lines, indented
+                if not more.startswith(" ") or more.lstrip().startswith("Verdict"):
                     break
                 verdict += " " + more.strip()
             checks.append((n, line.split(":")[0].strip(), UPHELD if UPHELD in verdict else "not " + UPHELD))
         elif ANSWER.search(line):
-            checks.append((n, ANSWER.sub("?", NUMBER.sub("#", line)), " ".join(ANSWER.findall(line))))
+            question = ANSWER.sub("?", BAND.sub("~", NUMBER.sub("#", line)))
+            checks.append((n, question, " ".join(ANSWER.findall(line))))
     return checks
 
 
@@ -185,9 +187,9 @@ def answers_changed(expected_text, actual_text):
     changed = {n for n, _, answer in new if answer == "not " + UPHELD}
     matcher = difflib.SequenceMatcher(None, [q for _, q, _ in old], [q for _, q, _ in new], autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
+        if tag == "equal":  # (a verdict that now upholds the page is no disagreement)
             changed |= {new[j][0] for i, j in zip(range(i1, i2), range(j1, j2), strict=True)
-                        if old[i][2] != new[j][2]}
+                        if old[i][2] != new[j][2] != UPHELD}
     return [(n, lines[n - 1]) for n in sorted(changed)]
 
 

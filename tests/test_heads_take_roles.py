@@ -200,7 +200,7 @@ def test_default_run_prints_the_pages_picture(default_run):
     out = default_run[0]
     assert verdicts(out) == PAGE_ROLES + [
         "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head the other"]
-    assert "way round: each word's new vector gets both heads' findings, through W_O: as the page says" in out
+    assert "  way round: each word's new vector gets both heads' findings, through W_O: as the page says" in out
     assert "  head 1 knocked out              below 50%         above 80%" in out
     assert "  head 2 knocked out              above 80%         below 50%" in out
 

@@ -181,6 +181,9 @@ def planted(repo, right, wrong):
     ("every row sums to 1: yes", "every row sums to 1: no"),
     ("  d_k: computed 64; page 64; agree", "  d_k: computed 63; page 64; DISAGREE"),
     ("Verdict: as the page says: the mask hides the future", "Verdict: CONTRADICTS THE PAGE: it sees the future"),
+    ("  free running 5 to 30 points worse; at least 5 points worse: yes",
+     "  free running below 5 points worse; at least 5 points worse: no"),  # its band moved with its answer
+    ("  right: above 80%; enough: yes", "  right: 50% to 80%; enough: no"),
 ])
 def test_update_refuses_a_self_check_that_changed_its_answer(repo, right, wrong):
     name = planted(repo, right, wrong)
@@ -283,8 +286,8 @@ def test_running_scripts_leaves_this_process_environment_alone(repo):
 
 def test_a_verdict_that_runs_on_over_two_lines_is_read_whole(repo):
     first = "Verdict: knocking out a head breaks its question, the other"
-    name = planted(repo, f"{first}\nway round too: as the page says", "")
-    (repo / "week9" / "08_count.py").write_text(f"print({first!r})\nprint('way round too: CONTRADICTS THE PAGE')\n")
+    name = planted(repo, f"{first}\n  way round too: as the page says", "")
+    (repo / "week9" / "08_count.py").write_text(f"print({first!r})\nprint('  way round too: CONTRADICTS THE PAGE')\n")
     code, out = run(repo, "--update", name)
     assert code == 1 and "line 1 now answers differently" in out
 
@@ -297,6 +300,13 @@ def test_a_new_check_that_upholds_the_page_can_be_added(repo):
     run_all.golden_path("week9/08_count", repo).write_text(before)
     code, out = run(repo, "--update", "week9/08_count")
     assert code == 0, out
+
+
+def test_a_verdict_reads_on_over_its_indented_lines_only(repo):
+    text = "Verdict: CONTRADICTS THE PAGE: the mask leaks\n  (the future gets 0.3)\nsaved x.png, as the page says\n"
+    assert [answer for _, _, answer in run_all.self_checks(text)] == ["not as the page says"]
+    text = "Verdict: as the page says: the mask holds\nClaim: next one\n"
+    assert run_all.self_checks(text) == [(1, "Verdict", "as the page says")]
 
 
 def test_a_new_verdict_against_the_page_is_refused(repo):

@@ -603,7 +603,7 @@ def main():
     blended = all(q in trained for q in "ab") and breaks_only("before", "a", "b") and breaks_only("nouns", "b", "a")
     print(f"Verdict: knocking out the previous-word {'head' if heads <= 2 else 'heads'} breaks (a) and leaves (b), "
           f"the noun {'head' if heads <= 2 else 'heads'} the other")
-    print(f"way round: each word's new vector gets both heads' findings, through W_O: "
+    print(f"  way round: each word's new vector gets both heads' findings, through W_O: "
           f"{'as the page says' if blended else miss}")
 
     maps = attention_maps(model, sentence, heads)
