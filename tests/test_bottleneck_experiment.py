@@ -161,7 +161,7 @@ def test_a_wider_note_helps_on_long_rows_but_slowly(lesson, rigged):
     _, narrow_summary = lesson.short_and_long(narrow, rows)
     _, wide_summary = lesson.short_and_long(wide, rows)
     narrow_long, wide_long = narrow_summary["fixed-context"][1], wide_summary["fixed-context"][1]
-    assert wide_long > narrow_long + 0.05  # measured: +0.09 to +0.14 (seeds 0 to 9 and 42)
+    assert narrow_long + 0.05 < wide_long < narrow_long + 0.2  # measured: +0.09 to +0.14 (seeds 0 to 9 and 42)
     assert wide_long < narrow_summary["attention"][1] - 0.2  # measured: 0.57 to 0.63 against 0.96 to 0.99
 
 
@@ -260,3 +260,9 @@ def test_progress_shows_on_a_terminal_and_leaves_stdout_alone(tmp_path):
         assert f"\rtraining the {name} model: step 20/20".encode() in seen
     assert re.search(rb"\r {10,}\r$", seen), seen[-200:]  # the last thing written wipes the line
     assert "\r" not in out and "step 20/20" not in out  # stdout is untouched
+
+
+def test_the_bands_are_cut_at_0_60_and_0_90(lesson):
+    """The band words are the verdicts' only evidence: held here to the edges the output names."""
+    assert [lesson.band(v) for v in (0.59, 0.60, 0.75, 0.90, 0.9001)] == [
+        "below 0.60", "0.60 to 0.90", "0.60 to 0.90", "0.60 to 0.90", "above 0.90"]

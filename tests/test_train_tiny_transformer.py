@@ -429,3 +429,33 @@ def test_no_mask_flips_the_mask_verdict(runs):
     # the cross-attention still finds the mirror with the gold input in view: said on the spot
     assert ("  every row on the mirror L-1-t: yes (with the gold input in view, which also holds the answer: "
             "alone it wrote 0/200 right)") in cheat
+
+
+def test_the_loss_lines_say_no_on_either_side_of_the_floor_and_for_a_slow_start(tt):
+    floor = tt.loss_floor()
+    for end, says in ((floor + 0.02, "no"), (floor - 0.02, "no"), (floor + 0.005, "yes"), (floor - 0.005, "yes")):
+        assert tt.loss_lines([3.0] * 80 + [1.0] * 20 + [end] * 20, floor)[-1].endswith(f"above or below: {says}")
+    assert tt.loss_lines([3.0] * 80 + [1.0] * 40, floor)[0].endswith("below 1.20: yes")
+    assert tt.loss_lines([3.0] * 120, floor)[0].endswith("below 1.20: no")  # not fallen by step 100
+
+
+def test_the_exposure_line_says_no_without_a_gap(tt):
+    assert tt.exposure_line({"forced": 0.90, "free": 0.70}).endswith("at least 5 points worse: yes")
+    assert tt.exposure_line({"forced": 0.90, "free": 0.88}).endswith("at least 5 points worse: no")
+
+
+def test_rows_on_the_mirror_are_measured_not_assumed(tt, reverse_model):
+    """The reversing model looks at the mirror; held to the copy task's diagonal, or untrained,
+    it does not: the 80% line can say no."""
+    model, (held_src, held_tgt), _, _ = reverse_model
+    lengths = (held_src > tt.EOS).sum(1)
+    trained = tt.cross_attention_maps(model, held_src, held_tgt)
+    untrained = tt.cross_attention_maps(tt.build_model(42), held_src, held_tgt)
+    assert tt.share_on_mirror(trained, lengths, "reverse") >= 0.8
+    assert tt.share_on_mirror(trained, lengths, "copy") < 0.5
+    assert tt.share_on_mirror(untrained, lengths, "reverse") < 0.5
+
+
+def test_the_bands_are_cut_where_they_say(tt):
+    assert [tt.band(v, (0.4, 1.0)) for v in (0.39, 0.4, 0.99, 1.0)] == [
+        "below 0.4", "0.4 to 1.0", "0.4 to 1.0", "1.0 or more"]

@@ -539,6 +539,19 @@ def loss_lines(losses, floor):
     return lines
 
 
+def exposure_line(early):
+    """The verdict on exposure bias, from the held-out evaluation at step EARLY."""
+    gap = early["forced"] - early["free"]
+    return f"  free running {band(100 * gap, GAP_EDGES)} points worse; at least 5 points worse: {yes(gap >= 0.05)}"
+
+
+def share_on_mirror(maps, lengths, task):
+    """The share of held-out rows t (one per digit written) whose largest cross-attention
+    weight is on the source position the task says (maps [N, T, S], lengths [N])."""
+    right = sum(int((maps[k, :L].argmax(-1) == mirror(L, task)).sum()) for k, L in enumerate(lengths.tolist()))
+    return right / int(lengths.sum())
+
+
 def mask_verdict(causal, evaluation, same):
     """The verdict on the page's claim about the causal mask, from the held-out evaluation
     (evaluate()) and whether position t's scores are the same computed prefix by prefix as
@@ -652,8 +665,7 @@ def main():
     print(f"\nexposure bias (section 1), measured at step {EARLY} while the model is still learning: right tokens")
     print("  on the held-out strings when it is fed the gold prefix (teacher forcing) and when it is fed its")
     print("  own earlier guesses (free running, as in real use)")
-    gap = early["forced"] - early["free"]
-    print(f"  free running {band(100 * gap, GAP_EDGES)} points worse; at least 5 points worse: {yes(gap >= 0.05)}")
+    print(exposure_line(early))
     print("  (one wrong guess becomes a wrong input for every later step)")
     if args.table:
         print(f"  exact: {early['forced']:.1%} with the gold prefix, {early['free']:.1%} with its own guesses")
@@ -673,8 +685,7 @@ def main():
     print(f"\ncross-attention (section 3), averaged over the {HEADS} heads, with the gold prefix (as in training):")
     maps = cross_attention_maps(model, held_src, held_tgt, causal)  # [N, T, S]
     lengths = (held_src > EOS).sum(1)
-    rows_right = sum(int((maps[k, :L].argmax(-1) == mirror(L, task)).sum()) for k, L in enumerate(lengths.tolist()))
-    share = rows_right / int(lengths.sum())
+    share = share_on_mirror(maps, lengths, task)
     what = "mirror L-1-t" if task == "reverse" else "same position t"
     print(f"  held-out rows whose largest weight is on the {what}: at least 80%: {yes(share >= 0.8)}")
     full = lengths == MAX_LEN
