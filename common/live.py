@@ -8,12 +8,14 @@ How a lesson uses it:
         need_window(parser)          # before any work: one line and status 2 if no window can open
     ... the lesson computes and prints its lines, exactly as without --live ...
     if args.live:
-        show(live_view(args))        # the window; closing it ends the script with status 0
+        show(live_view, args)        # the window; closing it ends the script with status 0
 
 A lesson's `live_view` builds a figure, draws it with the lesson's own functions (the ones
 its printed lines come from), adds widgets with one small update function each, and
 returns a View: the figure and its widgets by name, so that a test can drive every widget
-headless (Agg) and read back what is drawn. A live window never saves a file.
+headless (Agg) and read back what is drawn. A live window never saves a file, and the
+figure the lesson saves is the same with --live as without: the window's larger text is
+set only while the window is built and while it runs (window_style).
 
 Keyboard: the arrow keys move the active slider (the last one clicked; at first, the
 first one) by one step; `q` closes the window (matplotlib's own key).
@@ -21,6 +23,7 @@ first one) by one step; `q` closes the window (matplotlib's own key).
 import os
 import sys
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from common.figures import plt
@@ -76,9 +79,15 @@ def need_window(parser):
                             "run it without --live for the printed lines and the other flags to try")
     if problem:
         parser.exit(2, f"{parser.prog}: --live cannot open a window here: {problem}\n")
-    plt.rcParams["font.size"] = FONT_SIZE
     for name, key in (("keymap.back", "left"), ("keymap.forward", "right")):  # the arrows move sliders
         plt.rcParams[name] = [k for k in plt.rcParams[name] if k != key]
+
+
+@contextmanager
+def window_style():
+    """Text readable on a laptop screen, for what is drawn inside (and only inside) the block."""
+    with plt.rc_context({"font.size": FONT_SIZE}):
+        yield
 
 
 def add_slider(fig, label, lo, hi, value, row=0, step=1):
@@ -122,26 +131,31 @@ def move(slider, direction):
     slider.set_val(min(max(value, slider.valmin), slider.valmax))
 
 
-def show(view):
-    """Hand the window to the learner; return when it is closed."""
-    sliders = [w for w in view.widgets.values() if hasattr(w, "valmin")]
-    if sliders:
-        arrow_keys(view.fig, sliders)
-    plt.show()
+def show(build, *args):
+    """Build the window's View, build(*args), and hand it to the learner; return when it is closed."""
+    with window_style():  # the widgets' callbacks run inside plt.show(), so they draw in the style too
+        view = build(*args)
+        sliders = [w for w in view.widgets.values() if hasattr(w, "valmin")]
+        if sliders:
+            arrow_keys(view.fig, sliders)
+        plt.show()
 
 
 class TrainingWindow:
-    """A window that follows a training: watch(step, ...) calls redraw(step, ...) now and then.
+    """A window that follows a training: build(*args) gives its View and a redraw function,
+    and watch(step, ...) calls redraw(step, ...) now and then.
     Drawing is the slow part, so after each redraw the next one waits until drawing has taken
     at most DRAWING_SHARE of the time since (and at least REDRAW_EVERY seconds): the training
     runs at most about that much slower for being watched. watch(..., last=True) always
     redraws, to show where the training ended. Closing the window lets the training finish."""
 
-    def __init__(self, view, redraw):
-        self.view, self.redraw, self.next, self.open = view, redraw, 0.0, True
-        view.fig.canvas.mpl_connect("close_event", self.closed)
-        if plt.get_backend().lower() != "agg":  # (Agg, in the tests, has no window to open)
-            plt.show(block=False)  # the window opens now; the script goes on training
+    def __init__(self, build, *args):
+        with window_style():
+            self.view, self.redraw = build(*args)
+            self.view.fig.canvas.mpl_connect("close_event", self.closed)
+            if plt.get_backend().lower() != "agg":  # (Agg, in the tests, has no window to open)
+                plt.show(block=False)  # the window opens now; the script goes on training
+        self.next, self.open = 0.0, True
 
     def closed(self, event):
         self.open = False
@@ -150,8 +164,9 @@ class TrainingWindow:
         start = time.monotonic()
         if self.open and (last or start >= self.next):
             first = self.next == 0.0  # the first draw also sets the window up: not a redraw's cost
-            self.redraw(*state)
-            self.view.fig.canvas.draw_idle()
-            self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
+            with window_style():
+                self.redraw(*state)
+                self.view.fig.canvas.draw_idle()
+                self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
             cost = 0.0 if first else time.monotonic() - start
             self.next = time.monotonic() + max(REDRAW_EVERY, cost / DRAWING_SHARE)

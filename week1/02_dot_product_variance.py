@@ -95,7 +95,7 @@ def main():
     # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
     # so softmax sees scores of the same spread whatever the head width.
     if args.live:
-        show(live_view(args.seed, args.pairs))
+        show(live_view, args.seed, args.pairs)
 
 
 if __name__ == "__main__":

@@ -345,8 +345,8 @@ def make_figure(accuracy, rows, example_alpha, max_len):
 
 
 def live_training(steps, look_back):
-    """A window that follows both trainings (--live): each model's loss as it falls, and the
-    attention model's alignment table for the example row, as it forms."""
+    """The window that follows both trainings (--live), and its redraw: each model's loss as
+    it falls, and the attention model's alignment table for the example row, as it forms."""
     fig, (loss_ax, table_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
     fig.subplots_adjust(left=0.07, right=0.97, bottom=0.12, top=0.86, wspace=0.25)  # fixed: quicker redraws
     curves = {name: loss_ax.plot([], [], color=colour, label=name)[0]
@@ -369,7 +369,7 @@ def live_training(steps, look_back):
             image.set_data(alpha[0].numpy())
             table_ax.set_title(f"its alignment table, step {step}")
 
-    return TrainingWindow(View(fig), redraw)
+    return View(fig), redraw
 
 
 def main():
@@ -427,7 +427,7 @@ def main():
     print(f"  fixed-context: the decoder gets only c = h_T, the encoder's last state: one note of {n} numbers")
     print(f"  attention: the decoder also looks back at {look}, giving each a score")
     print("  e = v_a . tanh(s W_a + h_i U_a): how useful h_i is now, given s, the decoder's own state")
-    window = live_training(args.steps, args.look_back) if args.live else None
+    window = TrainingWindow(live_training, args.steps, args.look_back) if args.live else None
     accuracy, tests, alpha8, example_alpha = experiment(n, args.max_len, args.steps, args.seed, args.look_back,
                                                         window)
     rows = {T: len(x) for T, x in tests.items()}
@@ -486,7 +486,7 @@ def main():
     # The fixed-context decoder must pull every digit out of one vector of n numbers, and
     # the longer the row, the more it loses; the attention decoder reads each digit where it is.
     if args.live:
-        show(View(make_figure(accuracy, rows, example_alpha, args.max_len)))  # the figure a default run saves
+        show(lambda: View(make_figure(accuracy, rows, example_alpha, args.max_len)))  # the figure a default run saves
 
 
 if __name__ == "__main__":

@@ -237,7 +237,7 @@ def main():
 
     print(save_figure(plot(widths, T, results), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view(args.seed, B, T))
+        show(live_view, args.seed, B, T)
 
 
 if __name__ == "__main__":

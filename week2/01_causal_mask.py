@@ -176,7 +176,7 @@ def main():
 
     print(save_figure(plot(weights, mask), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view(0 if args.seed is None else args.seed))
+        show(live_view, 0 if args.seed is None else args.seed)
 
 
 if __name__ == "__main__":

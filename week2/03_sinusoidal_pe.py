@@ -154,7 +154,7 @@ def main():
     # Zero up to float rounding for every p: "k steps later" is the same linear map
     # (a rotation of each sin/cos pair) wherever you are in the sentence.
     if args.live:
-        show(live_view())
+        show(live_view)
 
 
 if __name__ == "__main__":

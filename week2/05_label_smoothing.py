@@ -147,7 +147,7 @@ def main():
           f"loss={other_loss.item():.8f}; equal to torch={relative_gap(other_loss.item(), by_torch.item()) <= 1e-6}")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
     if args.live:
-        show(live_view(args.logits, gold))
+        show(live_view, args.logits, gold)
 
 
 if __name__ == "__main__":

@@ -121,7 +121,7 @@ def main():
 
     print(save_figure(plot(widths, w, horizon, peaks), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view())
+        show(live_view)
 
 
 if __name__ == "__main__":
