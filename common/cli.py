@@ -108,13 +108,20 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{action.help} ({'; '.join(extras)})" if extras else action.help
 
 
+class _LessonParser(argparse.ArgumentParser):
+    def error(self, message):
+        """A usage error in one line (argparse prints the whole usage block first): what was
+        wrong, and where every flag and its range are listed."""
+        self.exit(2, f"{self.prog}: error: {message} (--help lists every flag and its range)\n")
+
+
 def lesson_parser(script, description, try_it):
     """The argument parser of one lesson script.
 
     try_it: [(arguments, what to look for), ...]; --help prints each as a whole command."""
     lines = [f"  {command(script)} {args}".rstrip() + f"\n      {why}" for args, why in try_it]
-    parser = argparse.ArgumentParser(description=description, formatter_class=_HelpFormatter,
-                                     epilog="Try it:\n" + "\n".join(lines))
+    parser = _LessonParser(description=description, formatter_class=_HelpFormatter,
+                           epilog="Try it:\n" + "\n".join(lines))
     # argparse reads "-1e9" or "-inf" as an unknown flag; take anything number-like as a
     # value, so the flag's type can accept it or say clearly why not.
     parser._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
