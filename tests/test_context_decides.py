@@ -275,3 +275,12 @@ def test_answers_without_a_hint_turn_the_verdicts(monkeypatch, capsys, cd):
 def test_too_few_steps_is_not_the_pages_picture(monkeypatch, capsys, cd):
     out = run_main(monkeypatch, capsys, cd, "--steps", "3")
     assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
+
+
+@pytest.mark.parametrize("adjectives", [("tired", "scared"), ("wide", "busy")])
+def test_two_adjectives_of_one_kind_test_nothing_about_context(monkeypatch, capsys, cd, adjectives):
+    """Both adjectives mean the same noun: the sentence never changes its meaning, so "context
+    decides" cannot be seen either way, whatever the training reached."""
+    out = run_main(monkeypatch, capsys, cd, "--adjectives", *adjectives)
+    assert verdict(out).startswith(f"Verdict: not tested at these settings: \"too {adjectives[0]}\" and "
+                                   f"\"too {adjectives[1]}\" both mean the ")

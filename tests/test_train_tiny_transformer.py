@@ -302,14 +302,14 @@ def test_the_floor_line_says_no_for_a_loss_below_the_floor(tt, monkeypatch, reve
     """Plain cross-entropy (eps = 0) has no floor at 0.5372: its loss runs down towards 0, far
     below the smoothed floor. The line must say so; a one-sided `mean < floor + 0.01` said yes."""
     floor = tt.loss_floor()
-    assert tt.loss_lines(reverse_model[3], floor)[-1].endswith("above or below: yes")  # smoothed: on the floor
+    assert tt.loss_lines(reverse_model[3], floor)[-1].endswith("to within 0.01: yes")  # smoothed: on the floor
     smoothed = tt.smoothed_loss
     monkeypatch.setattr(tt, "smoothed_loss", lambda logits, labels: smoothed(logits, labels, epsilon=0.0))
     plain = train(tt, "reverse", steps=200)[3]
     end = np.mean(plain[-20:])
     assert end < floor - 0.1  # far below the floor, so the one-sided test would have said yes
-    assert tt.loss_lines(plain, floor)[-1] == (f"  mean of steps 181-200: {end:.2f}; within 0.01 of the floor "
-                                               f"{floor:.4f}, above or below: no")
+    assert tt.loss_lines(plain, floor)[-1] == (f"  mean of steps 181-200: {end:.2f}; at the floor "
+                                               f"{floor:.4f}, to within 0.01: no")
 
 
 @pytest.mark.parametrize("causal, taught, kept, same, verdict", [
@@ -434,9 +434,9 @@ def test_no_mask_flips_the_mask_verdict(runs):
 def test_the_loss_lines_say_no_on_either_side_of_the_floor_and_for_a_slow_start(tt):
     floor = tt.loss_floor()
     for end, says in ((floor + 0.02, "no"), (floor - 0.02, "no"), (floor + 0.005, "yes"), (floor - 0.005, "yes")):
-        assert tt.loss_lines([3.0] * 80 + [1.0] * 20 + [end] * 20, floor)[-1].endswith(f"above or below: {says}")
-    assert tt.loss_lines([3.0] * 80 + [1.0] * 40, floor)[0].endswith("below 1.20: yes")
-    assert tt.loss_lines([3.0] * 120, floor)[0].endswith("below 1.20: no")  # not fallen by step 100
+        assert tt.loss_lines([3.0] * 80 + [1.0] * 20 + [end] * 20, floor)[-1].endswith(f"to within 0.01: {says}")
+    assert tt.loss_lines([3.0] * 80 + [1.0] * 40, floor)[0].endswith("fallen below 1.20 by then: yes")
+    assert tt.loss_lines([3.0] * 120, floor)[0].endswith("fallen below 1.20 by then: no")  # not fallen by step 100
 
 
 def test_the_exposure_line_says_no_without_a_gap(tt):

@@ -108,8 +108,14 @@ def stages(block, x):
     hidden = torch.relu(block.ffn[0](normed2))  # the FFN widens each word to f numbers ...
     thought = block.ffn[2](hidden)  # ... and folds it back to d
     return {"input x": x, "LN1(x)": normed, "attention(LN1(x))": attended, "x + attention": mixed,
-            "LN2(x + attention)": normed2, "FFN hidden ReLU(. W_1 + b_1)": hidden,
-            "FFN out (. W_2 + b_2)": thought, "x + FFN out = block output": mixed + thought}  # move 2 done
+            "LN2(x + attention)": normed2, "FFN widened": hidden,
+            "FFN folded back": thought, "x + FFN = block output": mixed + thought}  # move 2 done
+
+
+# What each stage is computed from (a residual stage adds two grids).
+MADE_FROM = {"LN1(x)": ["input x"], "attention(LN1(x))": ["LN1(x)"], "x + attention": ["input x", "attention(LN1(x))"],
+             "LN2(x + attention)": ["x + attention"], "FFN widened": ["LN2(x + attention)"],
+             "FFN folded back": ["FFN widened"], "x + FFN = block output": ["x + attention", "FFN folded back"]}
 
 
 def live_view(d, h, f, seed):
@@ -120,7 +126,7 @@ def live_view(d, h, f, seed):
         grids = {name: value[0].numpy() for name, value in stages(block, x).items()}  # name -> [3, width]
     names = list(grids)
     fig = plt.figure(figsize=(11, 5.5))
-    ax = fig.add_axes((0.12, 0.3, 0.76, 0.46))
+    ax = fig.add_axes((0.12, 0.24, 0.76, 0.44))  # room above for the title and the rows a stage is made from
     slider = add_slider(fig, "stage", 0, len(names) - 1, 0)
     reach = max(abs(g).max() for g in grids.values())
 
@@ -137,9 +143,9 @@ def live_view(d, h, f, seed):
         ax.set_yticks(range(len(WORDS)), WORDS)
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.set_xlabel(f"meaning columns ({values.shape[1]})")
-        before = f"\nthe stage before: {vec(grids[names[int(i) - 1]][-1], 2, shown=8)}" if int(i) else ""
+        made_from = "".join(f"\nfrom {part}: {vec(grids[part][-1], 2, shown=8)}" for part in MADE_FROM.get(name, []))
         ax.set_title(f"{name}: [{values.shape[0]} x {values.shape[1]}]\n'sat' row: {vec(values[-1], 2, shown=8)}"
-                     + before)
+                     + made_from)
         fig.canvas.draw_idle()
 
     slider.on_changed(update)
@@ -180,6 +186,8 @@ def main():
         for name, value in grids.items():
             print(f"  {name:<30}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
         normed, mixed = grids["LN1(x)"], grids["x + attention"]
+        print("  (LN1, LN2 = LayerNorm; their gamma and beta are random, as after training, so a row need not")
+        print("   average 0. FFN widened = ReLU(row W_1 + b_1): negatives set to 0; folded back = row W_2 + b_2)")
         print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
               f"{f} numbers and folds it back to {d})")
 
@@ -192,15 +200,16 @@ def main():
             for word, values in zip(WORDS, head.tolist(), strict=True):
                 print(f"  {word:<4}{vec(values)}")
         sums = weights.sum(-1)
-        print(f"rows sum to {sums.min().item():.6f}..{sums.max().item():.6f}; "
-              f"weight on the future={weights.triu(diagonal=1).sum().item()}")
+        print(f"each row sums to 1 (smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}); "
+              f"weight on future words: {weights.triu(diagonal=1).sum().item()}")
         print(f"'sat' row changed by attention: {not torch.equal(x[0, -1], mixed[0, -1])}")
 
         pre, post = block(x), post_norm(block, x)
         print(f"pre-norm block output [{grid(pre)}]; post-norm layer output [{grid(post)}]; "
               f"same values: {torch.allclose(pre, post)}")
+        print("three checks that the block is what it says (0 = the same numbers, up to rounding):")
         print(f"max |the stages above, last one - block(x)|="
-              f"{(grids['x + FFN out = block output'] - pre).abs().max().item():.8f}")
+              f"{(grids['x + FFN = block output'] - pre).abs().max().item():.8f}")
         for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
             torch_layer.norm_first = norm_first
             theirs = torch_layer(x, src_mask=torch_mask, is_causal=True)
@@ -213,7 +222,7 @@ def main():
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
           "original paper = post-norm (after each residual addition)")
     if args.live:
-        show(live_view(d, h, f, args.seed))
+        show(live_view, d, h, f, args.seed)
 
 
 if __name__ == "__main__":

@@ -465,6 +465,8 @@ def main():
     print(f"\nmodel: two attention layers and nothing else (no feed-forward network); {n_weights:,} numbers to learn")
     print(f"  every word is a row of {D_MODEL} numbers (d_model = {D_MODEL}): its word's vector plus its place's")
     print(f"  layer 1 ({HEADS_1} heads): every word looks at every word, so the adjective after \"it\" can reach it")
+    print("    (no causal mask: the page's \"a word can only look back\" is a decoder's rule; a reader of")
+    print("    the whole sentence, like this one, may look both ways)")
     print("  layer 2 (1 head): \"it\" looks again and fetches a word; the answer is the word whose vector")
     print("    points most the same way as what it fetched")
     print(f"training: {steps} steps, each on {BATCH} training sentences, Adam with learning rate {LR}")
@@ -511,7 +513,10 @@ def main():
     numbers = (f"held-out: {n_right}/{n_held} right, {n_looks}/{n_held} looking hardest at the noun, "
                f"{ACCURATE:.0%} needed; " + ", ".join(f"{a} -> {meant(a, animal_, place)}" for a in args.adjectives))
     miss = "CONTRADICTS THE PAGE" if at_defaults(parser, args) else "NOT THE PAGE'S PICTURE at these settings"
-    if accurate and looking and all(verdicts):
+    if meant(first, animal_, place) == meant(second, animal_, place):
+        print(f"Verdict: not tested at these settings: \"too {first}\" and \"too {second}\" both mean the "
+              f"{meant(first, animal_, place)}, so the context never changes (give one adjective of each kind)")
+    elif accurate and looking and all(verdicts):
         print(f"Verdict: as the page says: same sentence, context decides ({numbers})")
     else:
         why = [f"fewer than {ACCURATE:.0%} of the held-out answers right"] if not accurate else []
@@ -521,7 +526,7 @@ def main():
 
     print(save_figure(plot(shown), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view(model, hide))
+        show(live_view, model, hide)
 
 
 if __name__ == "__main__":

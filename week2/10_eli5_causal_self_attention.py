@@ -131,12 +131,14 @@ def main():
         need_window(parser)
     x, q, k, v, mask, scores, weights, out = snippet(seq, d_model, args.seed)
     print(f"x {list(x.shape)} -> q, k, v {list(q.shape)} -> scores {list(scores.shape)} -> out {list(out.shape)}")
+    print(f"  ({seq} tokens of {d_model} numbers; a score for every token against every token; "
+          "out: one new row per token)")
     print("weights (row = token, column = the token it looks at):")
     for i in shown_rows(seq):
         print(f"  {vec(weights[i].detach(), shown=SHOWN)}" if i is not None else f"  ... {seq - SHOWN} more rows")
     sums = weights.sum(-1)
-    print(f"row sums {sums.min().item():.6f}..{sums.max().item():.6f}; "
-          f"weight on the future={weights[mask].sum().item()}")
+    print(f"each row sums to 1 (smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}); "
+          f"weight on future tokens: {weights[mask].sum().item()}")
     # Row 1 can only look at itself (weight 1); the last row may look at everyone.
 
     # ---- several heads: the same q, k, v, split into h heads of width d_model / h ----
@@ -145,13 +147,14 @@ def main():
           f"concat {list(concat.shape)}")
     for i in range(min(h, SHOWN)):
         w = head_weights[i].detach()
-        print(f"head {i + 1}: rows sum to {w.sum(-1).min().item():.6f}..{w.sum(-1).max().item():.6f}; "
-              f"weight on the future={w[mask].sum().item()}; last row={vec(w[-1], shown=SHOWN)}")
+        print(f"head {i + 1}: rows sum to {w.sum(-1).min().item():.6f} to {w.sum(-1).max().item():.6f}; "
+              f"weight on future tokens: {w[mask].sum().item()}; last row={vec(w[-1], shown=SHOWN)}")
     if h > SHOWN:
         w = head_weights[SHOWN:].detach()
-        print(f"heads {SHOWN + 1}..{h}: rows sum to {w.sum(-1).min().item():.6f}..{w.sum(-1).max().item():.6f}; "
-              f"weight on the future={w[:, mask].sum().item()}")
+        print(f"heads {SHOWN + 1} to {h}: rows sum to {w.sum(-1).min().item():.6f} to {w.sum(-1).max().item():.6f}; "
+              f"weight on future tokens: {w[:, mask].sum().item()}")
     fused = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)  # torch's own causal kernel
+    print("the heads by hand beside torch's own causal attention, F.scaled_dot_product_attention (SDPA):")
     print(f"max |heads by hand - torch SDPA(is_causal=True)|={(heads - fused).abs().max().item():.8f}")
 
     W_O = nn.Linear(d_model, d_model)  # blends the heads: every output number reads every head
@@ -165,7 +168,7 @@ def main():
     # Each head has its own weight pattern over the same tokens; all obey the causal rule;
     # W_O then blends what the heads found into each token's new vector.
     if args.live:
-        show(live_view(seq, d_model, h, args.seed))
+        show(live_view, seq, d_model, h, args.seed)
 
 
 if __name__ == "__main__":

@@ -485,8 +485,8 @@ def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
 
 
 def live_training(steps, held_src, held_tgt, causal):
-    """A window that follows the training (--live): the loss so far against its floor, and the
-    cross-attention averaged over the held-out strings of full length, as it forms."""
+    """The window that follows the training (--live), and its redraw: the loss so far against
+    its floor, and the cross-attention averaged over the held-out strings of full length, as it forms."""
     full = (held_src > EOS).sum(1) == MAX_LEN
     n = MAX_LEN + 1  # the digits and </s>
     fig, (loss_ax, map_ax) = plt.subplots(1, 2, figsize=(12, 5.5))
@@ -508,7 +508,7 @@ def live_training(steps, held_src, held_tgt, causal):
         image.set_data(cross_attention_maps(model, held_src[full], held_tgt[full], causal)[:, :n, :n].mean(0).numpy())
         map_ax.set_title(f"cross-attention, averaged over {int(full.sum())} held-out strings")
 
-    return TrainingWindow(View(fig), redraw)
+    return View(fig), redraw
 
 
 # ---------------------------------------------------------------- the lesson
@@ -532,10 +532,11 @@ def loss_lines(losses, floor):
     lines = []
     if len(losses) >= 100:
         early = np.mean(losses[80:100])
-        lines.append(f"  mean of steps 81-100: {band(early, LOSS_EDGES)}; below 1.20: {yes(early < 1.2)}")
+        lines.append(f"  mean of steps 81-100: {band(early, LOSS_EDGES)}; "
+                     f"fallen below 1.20 by then: {yes(early < 1.2)}")
     end = np.mean(losses[-20:])
-    lines.append(f"  mean of steps {len(losses) - 19}-{len(losses)}: {end:.2f}; within 0.01 of the floor "
-                 f"{floor:.4f}, above or below: {yes(abs(end - floor) < 0.01)}")
+    lines.append(f"  mean of steps {len(losses) - 19}-{len(losses)}: {end:.2f}; at the floor {floor:.4f}, "
+                 f"to within 0.01: {yes(abs(end - floor) < 0.01)}")
     return lines
 
 
@@ -630,6 +631,7 @@ def main():
           f"{n_params(build_model(args.seed)):,} parameters")
     print(f"training: {steps} steps of {BATCH} fresh pairs, Adam, lr = {LR_SCALE} * d^-0.5 * min(s^-0.5, s * w^-1.5) "
           f"with w={WARMUP} (peak {learning_rate(WARMUP):.4f} at step {WARMUP})")
+    print(f"  (d = d_model = {D_MODEL}, s = the step, w = the warm-up steps: week2/06's schedule)")
     q = smoothed_target(torch.tensor(EOS))
     print(f"label smoothing eps={EPSILON} (section 7): the target q is {q[EOS]:.4f} for the right token and "
           f"{q[PAD]:.4f} for each of the other {V - 1},")
@@ -640,7 +642,7 @@ def main():
     print(f"causal mask: {'on' if causal else 'OFF (--no-mask): every position also sees the inputs after it'}")
 
     evaluations = {}
-    window = live_training(steps, held_src, held_tgt, causal) if args.live else None
+    window = TrainingWindow(live_training, steps, held_src, held_tgt, causal) if args.live else None
     with Progress("training step", steps) as progress:
         def watch(step, losses, model):
             progress.update(step)
@@ -687,6 +689,8 @@ def main():
     lengths = (held_src > EOS).sum(1)
     share = share_on_mirror(maps, lengths, task)
     what = "mirror L-1-t" if task == "reverse" else "same position t"
+    if task == "reverse":
+        print("  (row t writes the digit read at source position L-1-t, its mirror; L = the string's length)")
     print(f"  held-out rows whose largest weight is on the {what}: at least 80%: {yes(share >= 0.8)}")
     full = lengths == MAX_LEN
     n = MAX_LEN + 1
@@ -727,7 +731,7 @@ def main():
     # with a margin: the losses and accuracies themselves differ from CPU to CPU (--table shows
     # them), the bands and verdicts do not.
     if args.live:
-        show(View(plot(*figure_data)))  # beside the training window: the figure a default run saves
+        show(lambda: View(plot(*figure_data)))  # beside the training window: the figure a default run saves
 
 
 if __name__ == "__main__":
