@@ -190,14 +190,19 @@ def test_saturation_slider_draws_the_printed_means(monkeypatch, capsys):
 # ---------------------------------------------------------------- week2/01: the causal mask
 
 def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
+    """One slider moved at a time (as a learner drags them), and after each move everything
+    drawn is checked: the grid, the chosen row's bars, its title and its box."""
     name = "week2/01_causal_mask"
     module = load_script(name)
     view = module.live_view(3)
-    for T, i in ((6, 2), (9, 9), (4, 12)):
-        view.widgets["T"].set_val(T)
-        view.widgets["row"].set_val(i)
-        out = printed(monkeypatch, capsys, name, "--seed", "3", "--seq-len", str(T))
+    runs = {T: printed(monkeypatch, capsys, name, "--seed", "3", "--seq-len", str(T)) for T in (4, 6, 9, 10)}
+    for slider, value in (("row", 2), ("T", 9), ("row", 9), ("T", 4), ("row", 12), ("T", 10), ("T", 6)):
+        view.widgets[slider].set_val(value)
+        T, i = int(view.widgets["T"].val), int(view.widgets["row"].val)
+        out = runs[T]
         row = min(i, T)
+        box = next(p for p in view.fig.axes[0].patches if p.get_edgecolor()[:3] == (1.0, 0.0, 0.0))
+        assert box.get_y() == row - 1.5 and box.get_width() == T  # the red box on the chosen row
         line = next(line for line in out.splitlines() if line.startswith(f"row {row}: "))
         drawn = [bar.get_height() for bar in view.fig.axes[1].patches]
         assert line.startswith(f"row {row}: [{', '.join(f'{w:.4f}' for w in drawn)}]; sum=")
@@ -220,9 +225,12 @@ def test_positional_encoding_sliders_draw_the_printed_tags(monkeypatch, capsys):
     view.widgets["d_model"].set_val(4)
     view.widgets["position"].set_val(1)
     assert "[" + ", ".join(f"{b.get_height():.4f}" for b in view.fig.axes[1].patches) + "]" == hand_check
-    for p, d in ((7, 16), (49, 64), (0, 2)):
-        view.widgets["d_model"].set_val(d)
-        view.widgets["position"].set_val(p)
+    for slider, value in (("position", 7), ("d_model", 16), ("position", 49), ("d_model", 64), ("d_model", 2),
+                          ("position", 0)):  # one slider at a time, everything drawn checked after each
+        view.widgets[slider].set_val(value)
+        p, d = int(view.widgets["position"].val), int(view.widgets["d_model"].val)
+        box = view.fig.axes[0].patches[0]
+        assert box.get_y() == p - 0.5 and box.get_width() == d  # the box on row p of the table
         drawn = [b.get_height() for b in view.fig.axes[1].patches]
         torch_form = module.torch_pe(50, d)[p].tolist()  # the lesson's independent torch form
         assert drawn == pytest.approx(torch_form, abs=1e-5)
@@ -246,6 +254,7 @@ def test_label_smoothing_slider_draws_the_printed_target_and_losses(monkeypatch,
         z = module.torch.tensor([0.6, 0.1, 1.8, 0.5])
         assert [bar.get_height() for bar in target_ax.patches[4:]] == module.torch.softmax(z, -1).tolist()
         assert loss_ax.get_title() == f"loss: by hand {hand}\ntorch {by_torch}"
+        assert [f"{bar.get_height():.8f}" for bar in loss_ax.patches[:2]] == [hand, by_torch]
 
 
 # ---------------------------------------------------------------- week2/06: the warm-up schedule
@@ -254,9 +263,10 @@ def test_warmup_sliders_draw_the_printed_peak(monkeypatch, capsys):
     name = "week2/06_warmup_schedule"
     module = load_script(name)
     view = module.live_view()
-    for w, d in ((4000, 512), (2000, 256), (7500, 64)):
-        view.widgets["warmup"].set_val(w)
-        view.widgets["d_model"].set_val(d)
+    for slider, value in (("warmup", 2000), ("d_model", 256), ("warmup", 7500), ("d_model", 64), ("warmup", 4000),
+                          ("d_model", 512)):  # one slider at a time, everything drawn checked after each
+        view.widgets[slider].set_val(value)
+        w, d = int(view.widgets["warmup"].val), int(view.widgets["d_model"].val)
         out = printed(monkeypatch, capsys, name, "--warmup", str(w), "--d-model", str(d), "--steps", str(w),
                       "--figure", str(run_all.ROOT / "build" / "live_test.png"))
         lr = out.splitlines()[1].split()[1]
@@ -265,6 +275,9 @@ def test_warmup_sliders_draw_the_printed_peak(monkeypatch, capsys):
         curve = view.fig.axes[0].lines[0]
         assert f"{curve.get_ydata()[list(curve.get_xdata()).index(int(peak))]:.10f}" == lr
         assert np.array_equal(curve.get_ydata(), module.learning_rate(curve.get_xdata(), d, w))
+        dot, marker = view.fig.axes[0].lines[1:3]  # the peak: a dot on the curve and a dashed line
+        assert list(dot.get_xdata()) == [int(peak)] and f"{dot.get_ydata()[0]:.10f}" == lr
+        assert list(marker.get_xdata()) == [int(peak)] * 2
 
 
 # ---------------------------------------------------------------- week2/10: a head picker
@@ -285,6 +298,9 @@ def test_head_picker_draws_each_printed_head_and_the_blend(monkeypatch, capsys):
         assert alone != blended
         drawn = view.fig.axes[0].images[0].get_array()
         _, q, k, v, mask = module.snippet(6, 8, 42)[:5]
+        W_O = module.nn.Linear(8, 8)  # drawn right after the snippet, as the view draws it
+        concat = module.split_into_heads(q, k, v, 4, mask)[-1]
+        assert alone == module.head_alone(W_O, concat, i - 1, 4)[-1].tolist()  # this head's, not another's
         head_weights = module.split_into_heads(q, k, v, 4, mask)[3][i - 1].detach().numpy()
         future = np.triu(np.ones((6, 6), dtype=bool), 1)
         drawn = np.ma.masked_invalid(drawn)  # the blocked cells are not drawn
@@ -310,7 +326,8 @@ def test_head_picker_shows_each_printed_role_and_knock_out(monkeypatch, capsys):
     out = printed(monkeypatch, capsys, name, "--figure", str(run_all.ROOT / "build" / "live_test.png"))
     stream, held = module.training_and_held_out(42, module.STEPS)
     model = module.train(42, 2, "both", stream)
-    view = module.live_view(model, held, 2, module.measure(model, held, 2))
+    m = module.measure(model, held, 2)
+    view = module.live_view(model, held, 2, m)
     for h in (1, 2):
         view.widgets["head"].set_val(h)
         role = re.search(rf"^  head {h}: .*: (it looks at .*|no single role)$", out, flags=re.M).group(1)
@@ -318,10 +335,12 @@ def test_head_picker_shows_each_printed_role_and_knock_out(monkeypatch, capsys):
         knocked = re.search(rf"^  head {h} knocked out +(\S+ \S+) +(\S+ \S+)$", out, flags=re.M).groups()
         a, b = (bar.get_height() for bar in view.fig.axes[1].patches[2:4])
         assert (module.band(a), module.band(b)) == knocked
-    view.widgets["sentence"].set_val(5)
-    sentence = held[4][held[4] != module.PAD]
-    for h in (1, 2):
-        view.widgets["head"].set_val(h)
+        own = dict(m["knocked"])[(h - 1,)]
+        assert (a, b) == (own["a"], own["b"])  # this head's own knock-out, not another's
+    for slider, value in (("sentence", 5), ("head", 1), ("sentence", 9), ("head", 2), ("sentence", 1)):
+        view.widgets[slider].set_val(value)  # one slider at a time
+        h, k = int(view.widgets["head"].val), int(view.widgets["sentence"].val)
+        sentence = held[k - 1][held[k - 1] != module.PAD]
         maps = module.attention_maps(model, sentence, 2)
         assert np.array_equal(view.fig.axes[0].images[0].get_array(), maps[h - 1])
 
@@ -344,8 +363,14 @@ def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypat
         _, weights, _ = module.it_attention(model, words)
         drawn = [text.get_text() for text in view.fig.axes[0].texts if text.get_position()[0] == 1.85]
         assert drawn == [f"{w:.2f}" for w in weights]  # the weight written beside each word
-    view.widgets["pair"].set_active(1)  # dog/river: the title follows the sentence drawn
+        widths = [line.get_linewidth() for line in view.fig.axes[0].lines]  # 0.3 + 8 x the weight, exactly
+        assert widths == pytest.approx([0.3 + 8 * w for w in weights], abs=1e-9)
+    view.widgets["pair"].set_active(1)  # dog/river, with "busy" still picked
     assert "answers \"river\"" in view.fig.axes[0].get_title()
+    words = module.sentence_words(*module.HELD_OUT_PAIRS[1], "busy")
+    _, weights, _ = module.it_attention(model, words)
+    widths = [line.get_linewidth() for line in view.fig.axes[0].lines]
+    assert widths == pytest.approx([0.3 + 8 * w for w in weights], abs=1e-9) and words[1] == "dog"
 
 
 # ---------------------------------------------------------------- trainings, watched
