@@ -109,10 +109,21 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
 
 class _LessonParser(argparse.ArgumentParser):
+    """A usage error is one line (argparse prints the whole usage block first). One found while
+    reading the flags (a bad value, an unknown flag) says where the ranges are listed; a
+    lesson's own refusal after that (sizes too big) names the flags to change itself."""
+    reading = False
+
+    def parse_args(self, *args, **kwargs):
+        self.reading = True
+        try:
+            return super().parse_args(*args, **kwargs)
+        finally:
+            self.reading = False
+
     def error(self, message):
-        """A usage error in one line (argparse prints the whole usage block first): what was
-        wrong, and where every flag and its range are listed."""
-        self.exit(2, f"{self.prog}: error: {message} (--help lists every flag and its range)\n")
+        where = " (--help lists every flag and its range)" if self.reading else ""
+        self.exit(2, f"{self.prog}: error: {message}{where}\n")
 
 
 def lesson_parser(script, description, try_it):
