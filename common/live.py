@@ -26,7 +26,8 @@ import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from common.figures import plt
+# matplotlib (about a second to import here) is imported by the functions below, when a
+# window is wanted: a lesson run without --live does not load it for a window it never opens.
 
 FONT_SIZE = 12  # readable on a laptop screen at the window sizes the lessons use
 REDRAW_EVERY = 0.5  # seconds, at least, between redraws of a window that watches a training
@@ -48,6 +49,8 @@ def add_live(parser, what):
 def why_no_window(instead):
     """None if a window can open here (the figures made next will be windows); else the
     reason in words, ending with `instead`: what to do without a window."""
+    from common.figures import plt
+
     backend = os.environ.get("MPLBACKEND", "")
     if backend.lower() in ("agg", "pdf", "svg", "ps", "cairo", "template"):
         return f"MPLBACKEND={backend} draws no window; run without it set, or {instead}"
@@ -74,6 +77,8 @@ def why_no_window(instead):
 
 def need_window(parser):
     """Exit with one line and status 2 if no window can open; else make the next figures windows."""
+    from common.figures import plt
+
     saves = any("--figure" in action.option_strings for action in parser._actions)
     problem = why_no_window("save the picture with --figure PATH.png" if saves else
                             "run it without --live for the printed lines and the other flags to try")
@@ -86,6 +91,8 @@ def need_window(parser):
 @contextmanager
 def window_style():
     """Text readable on a laptop screen, for what is drawn inside (and only inside) the block."""
+    from common.figures import plt
+
     with plt.rc_context({"font.size": FONT_SIZE}):
         yield
 
@@ -133,6 +140,8 @@ def move(slider, direction):
 
 def show(build, *args):
     """Build the window's View, build(*args), and hand it to the learner; return when it is closed."""
+    from common.figures import plt
+
     with window_style():  # the widgets' callbacks run inside plt.show(), so they draw in the style too
         view = build(*args)
         sliders = [w for w in view.widgets.values() if hasattr(w, "valmin")]
@@ -150,6 +159,8 @@ class TrainingWindow:
     redraws, to show where the training ended. Closing the window lets the training finish."""
 
     def __init__(self, build, *args):
+        from common.figures import plt
+
         with window_style():
             self.view, self.redraw = build(*args)
             self.view.fig.canvas.mpl_connect("close_event", self.closed)

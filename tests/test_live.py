@@ -15,6 +15,7 @@ import time
 
 import common.live as live
 from common import OUTPUT_ROOT
+from common.figures import plt
 
 import numpy as np
 import pytest
@@ -47,6 +48,27 @@ def titles(fig):
 
 def test_at_least_ten_lessons_go_live():
     assert len(LIVE) >= 10, LIVE
+
+
+# Runs a lesson without --live and says whether matplotlib was imported.
+LOADS_MATPLOTLIB = """
+import contextlib, io, runpy, sys
+sys.argv = sys.argv[1:]
+with contextlib.redirect_stdout(io.StringIO()):
+    runpy.run_path(sys.argv[0], run_name="__main__")
+print("matplotlib" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize("name", ["week1/02_dot_product_variance", "week2/05_label_smoothing"])
+def test_a_lesson_without_a_figure_loads_no_matplotlib_unless_live(name, tmp_path):
+    """matplotlib costs about a second to import; a lesson that draws nothing at its defaults
+    imports it only for its window. (week2/06 draws a figure, saved under tmp_path: it does.)"""
+    env = {**os.environ, "PYTHONPATH": str(run_all.ROOT), OUTPUT_ROOT: str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", LOADS_MATPLOTLIB, str(SCRIPTS[lesson])], env=env,
+                           capture_output=True, text=True, timeout=120)
+            for lesson in (name, "week2/06_warmup_schedule")]
+    assert [run.stdout.split()[-1] for run in runs] == ["False", "True"], [run.stderr[-500:] for run in runs]
 
 
 # ---------------------------------------------------------------- week1/02: the d_k slider
@@ -108,13 +130,14 @@ UNTRAINED_FIGURES = set(FIGURES.values())  # drawn from fixed numbers: the same 
 CLOSE_SOON = """
 import runpy, sys
 import common.live as live
+from common.figures import plt
 show = live.show
 
 def show_briefly(build, *args):
     def build_and_close_soon():
         view = build(*args)
         timer = view.fig.canvas.new_timer(interval=1000)
-        timer.add_callback(live.plt.close, "all")  # a training has its own window too
+        timer.add_callback(plt.close, "all")  # a training has its own window too
         timer.start()
         return view
     show(build_and_close_soon)
@@ -400,7 +423,7 @@ def test_watching_a_training_takes_a_bounded_share_of_its_time(monkeypatch):
         drawn.append(step)
         clock[0] += 0.2
 
-    window = live.TrainingWindow(lambda: (live.View(live.plt.figure()), redraw))
+    window = live.TrainingWindow(lambda: (live.View(plt.figure()), redraw))
     for step in range(1, 1001):  # 1000 steps of 0.01 s: 10 s of training
         window.watch(step, last=step == 1000)
         clock[0] += 0.01

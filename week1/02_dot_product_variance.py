@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
-from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 
 import numpy as np
@@ -38,6 +37,8 @@ def dot_products(rng, pairs, d_k):
 def live_view(seed, pairs):
     """A d_k slider; the raw scores' spread and the scaled scores' spread, with their variances."""
     dots = {d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k in WIDTHS}
+    from common.figures import plt  # only for the window: a run without --live skips its import
+
     fig, (raw_ax, scaled_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
     fig.subplots_adjust(bottom=0.25, wspace=0.3)
     slider = add_slider(fig, "d_k", 0, len(WIDTHS) - 1, 6)

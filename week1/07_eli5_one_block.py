@@ -28,7 +28,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
-from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import n_params, vec
 
@@ -125,6 +124,8 @@ def live_view(d, h, f, seed):
     with torch.no_grad():
         grids = {name: value[0].numpy() for name, value in stages(block, x).items()}  # name -> [3, width]
     names = list(grids)
+    from common.figures import plt  # only for the window: a run without --live skips its import
+
     fig = plt.figure(figsize=(11, 5.5))
     ax = fig.add_axes((0.12, 0.24, 0.76, 0.44))  # room above for the title and the rows a stage is made from
     slider = add_slider(fig, "stage", 0, len(names) - 1, 0)

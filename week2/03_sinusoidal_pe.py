@@ -23,7 +23,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import check_size, int_range, lesson_parser
-from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
 
@@ -68,6 +67,8 @@ def rotation(k, d):
 def live_view():
     """A position slider and a d_model slider: the PE table of positions 0..49 with row p
     boxed, and PE(p) itself as bars, with its squared length (always d/2)."""
+    from common.figures import plt  # only for the window: a run without --live skips its import
+
     fig, (table_ax, row_ax) = plt.subplots(1, 2, figsize=(12, 6), width_ratios=(3, 2))
     fig.subplots_adjust(bottom=0.28, wspace=0.25)
     p_slider = add_slider(fig, "position p", 0, LIVE_POSITIONS - 1, 1, row=1)

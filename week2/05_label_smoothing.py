@@ -27,7 +27,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import float_range, int_range, lesson_parser
-from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
 
@@ -65,6 +64,8 @@ def live_view(logits, gold):
     hand-built loss beside torch's (and the plain cross-entropy, epsilon 0)."""
     z = torch.tensor(logits)  # [V], float32
     V = len(z)
+    from common.figures import plt  # only for the window: a run without --live skips its import
+
     fig, (target_ax, loss_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
     fig.subplots_adjust(bottom=0.22, top=0.82, wspace=0.3)
     slider = add_slider(fig, "epsilon", 0, 0.99, 0.1, step=0.01)

@@ -19,7 +19,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
-from common.figures import plt
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
 
@@ -84,6 +83,8 @@ def live_view(seq, d_model, h, seed):
     W_O = nn.Linear(d_model, d_model)  # drawn after the snippet, as main() draws it
     with torch.no_grad():
         blended = W_O(concat)[-1].numpy()  # [d_model]: the last token, every head blended
+    from common.figures import plt  # only for the window: a run without --live skips its import
+
     fig, (grid_ax, out_ax) = plt.subplots(1, 2, figsize=(12, 5.8))
     fig.subplots_adjust(bottom=0.22, top=0.8, wspace=0.3)
     slider = add_slider(fig, "head", 1, h, 1)
