@@ -73,6 +73,18 @@ def test_a_lesson_without_a_figure_loads_no_matplotlib_unless_live(name, tmp_pat
 
 # ---------------------------------------------------------------- week1/02: the d_k slider
 
+def test_the_d_k_window_counts_its_own_widths_in_the_size_limit():
+    """The window computes every width of its slider (up to 1024) for --pairs pairs: a size
+    the printed run alone could afford (--d-k up to 256) is refused with --live."""
+    path = SCRIPTS["week1/02_dot_product_variance"]
+    alone, live = (subprocess.run([sys.executable, str(path), "--pairs", "100000", *extra], capture_output=True,
+                                  text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
+                   for extra in ((), ("--live",)))
+    assert alone.returncode == 0 and "--pairs" not in alone.stderr
+    assert live.returncode == 2 and live.stderr.strip().endswith("the limit is 32,000,000 (about 256 MB): "
+                                                                 "lower one of --pairs")
+
+
 def test_dot_product_variance_slider_draws_the_printed_variances(monkeypatch, capsys):
     name = "week1/02_dot_product_variance"
     module = load_script(name)
@@ -277,6 +289,7 @@ def test_label_smoothing_slider_draws_the_printed_target_and_losses(monkeypatch,
         z = module.torch.tensor([0.6, 0.1, 1.8, 0.5])
         assert [bar.get_height() for bar in target_ax.patches[4:]] == module.torch.softmax(z, -1).tolist()
         assert loss_ax.get_title() == f"loss: by hand {hand}\ntorch {by_torch}"
+        assert target_ax.get_title() == f"q = {target[2]} on gold, {target[0]} on each other"  # read off q
         assert [f"{bar.get_height():.8f}" for bar in loss_ax.patches[:2]] == [hand, by_torch]
 
 
@@ -373,7 +386,7 @@ def test_head_picker_shows_each_printed_role_and_knock_out(monkeypatch, capsys):
 def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypatch, capsys):
     name = "week1/15_context_decides"
     module = load_script(name)
-    model, _ = module.train(42, module.make_data(42, module.STEPS))
+    model = module.train(42, module.make_data(42, module.STEPS))
     view = module.live_view(model)
     out = printed(monkeypatch, capsys, name, "--adjectives", "scared", "busy",
                   "--figure", str(run_all.ROOT / "build" / "live_test.png"))
@@ -383,7 +396,7 @@ def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypat
         noun, answer = re.search(r"leans on (\w+) .* answers \"(\w+)\"", line).groups()
         assert view.fig.axes[0].get_title().endswith(f"looks hardest at {noun}; the model answers \"{answer}\"")
         words = module.sentence_words("chicken", "road", adjective)
-        _, weights, _ = module.it_attention(model, words)
+        weights, _ = module.it_attention(model, words)
         drawn = [text.get_text() for text in view.fig.axes[0].texts if text.get_position()[0] == 1.85]
         assert drawn == [f"{w:.2f}" for w in weights]  # the weight written beside each word
         widths = [line.get_linewidth() for line in view.fig.axes[0].lines]  # 0.3 + 8 x the weight, exactly
@@ -391,7 +404,7 @@ def test_adjective_picker_moves_where_it_looks_as_the_printed_run_says(monkeypat
     view.widgets["pair"].set_active(1)  # dog/river, with "busy" still picked
     assert "answers \"river\"" in view.fig.axes[0].get_title()
     words = module.sentence_words(*module.HELD_OUT_PAIRS[1], "busy")
-    _, weights, _ = module.it_attention(model, words)
+    weights, _ = module.it_attention(model, words)
     widths = [line.get_linewidth() for line in view.fig.axes[0].lines]
     assert widths == pytest.approx([0.3 + 8 * w for w in weights], abs=1e-9) and words[1] == "dog"
 

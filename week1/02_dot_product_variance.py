@@ -81,8 +81,9 @@ def main():
                         help="widths to try")
     add_live(parser, "a d_k slider over 1..1024 and the two spreads")
     args = parser.parse_args()
-    check_size(parser, numbers=args.pairs * max(args.d_k), work=args.pairs * sum(args.d_k),
-               knobs=("--pairs", "--d-k"))
+    widths = [*args.d_k, *WIDTHS] if args.live else args.d_k  # the window computes every width its slider has
+    check_size(parser, numbers=args.pairs * max(widths), work=args.pairs * sum(widths),
+               knobs=("--pairs",) if args.live else ("--pairs", "--d-k"))
     if args.live:
         need_window(parser)
 

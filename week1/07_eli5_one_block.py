@@ -201,7 +201,7 @@ def main():
             for word, values in zip(WORDS, head.tolist(), strict=True):
                 print(f"  {word:<4}{vec(values)}")
         sums = weights.sum(-1)
-        print(f"each row sums to 1 (smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}); "
+        print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
               f"weight on future words: {weights.triu(diagonal=1).sum().item()}")
         print(f"'sat' row changed by attention: {not torch.equal(x[0, -1], mixed[0, -1])}")
 

@@ -70,8 +70,9 @@ def queries_and_keys(rng, B, T, d_k):
 
 def live_view(seed, B, T):
     """A d_k slider; one query's softmax weights over its T keys, unscaled and scaled; the
-    means over all B x T rows of the largest weight and of the gradient, as the table prints
-    them. Each width is drawn from a fresh generator with `seed`, as the first width of a run."""
+    means over all B x T rows of the largest weight and of the gradient, computed as the table
+    computes them. Each width is drawn from a fresh generator with `seed`, as the first width of
+    a run, so only the first width of a printed table has the same numbers."""
     widths = [2 ** j for j in range(11)]  # 1 .. 1024
     rows, means = {}, {}
     for d_k in widths:
@@ -206,7 +207,8 @@ def main():
     narrow, w_narrow = widths[0], results["unscaled"][0][0]
     grows = w_narrow <= ONE_HOT  # "turns" one-hot: not one-hot yet at the narrowest width
     print("\nClaim: unscaled, the softmax turns nearly one-hot as d_k grows and its gradient nearly vanishes.")
-    print(f"  at d_k={narrow}: largest weight {w_narrow:.3f} (not one-hot yet, for it to turn)")
+    print(f"  at d_k={narrow}: largest weight {w_narrow:.3f} "
+          + ("(not one-hot yet, for it to turn)" if grows else f"(already one-hot: above {ONE_HOT:g})"))
     print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
           f"gradient {g:.3f} (vanished if below {VANISHED:g})")
     if wide < WIDE:  # "as d_k grows": a narrow head is not expected to be one-hot yet

@@ -264,15 +264,13 @@ def adam_step(params, state, step, lr, betas=BETAS, eps=ADAM_EPS):
         p.addcdiv_(m, (v / (1 - b2 ** step)).sqrt_().add_(eps), value=-lr / (1 - b1 ** step))
 
 
-def train(seed, data, hide_adjective=False, checkpoints=()):
-    """Train from scratch on data (from make_data); return the model and the held-out
-    evaluation at each step in `checkpoints`."""
-    train_tokens, train_labels, held_tokens, held_labels = data
+def train(seed, data, hide_adjective=False):
+    """Train from scratch on the training batches of data (from make_data); return the model."""
+    train_tokens, train_labels = data[:2]
     steps = len(train_tokens)
     model = build_model(seed)
     params = list(model.values())
     state = {"m": [torch.zeros_like(p) for p in params], "v": [torch.zeros_like(p) for p in params]}
-    evaluations = {}
     with Progress("training step", steps) as progress:
         for step in range(1, steps + 1):
             scores, _, _ = forward(model, train_tokens[step - 1], hide_adjective)
@@ -281,10 +279,8 @@ def train(seed, data, hide_adjective=False, checkpoints=()):
                 p.grad = None
             loss.backward()
             adam_step(params, state, step, LR)
-            if step in checkpoints:
-                evaluations[step] = evaluate(model, held_tokens, held_labels, hide_adjective)
             progress.update(step)
-    return model, evaluations
+    return model
 
 
 # ---------------------------------------------------------------- what it learned
@@ -308,10 +304,10 @@ def evaluate(model, tokens, labels, hide_adjective=False):
 
 @torch.no_grad()
 def it_attention(model, words, hide_adjective=False):
-    """"it"'s attention over the words of one sentence: layer 1's (averaged over its heads)
-    and layer 2's, each a list of T weights summing to 1; and the model's answer, a word."""
-    scores, alpha1, alpha2 = forward(model, encode(words)[None], hide_adjective)
-    return alpha1[0, :, IT_AT].mean(0).tolist(), alpha2[0].tolist(), VOCAB[int(scores[0].argmax())]
+    """"it"'s layer-2 attention over the words of one sentence (T weights summing to 1), and
+    the model's answer, a word."""
+    scores, _, alpha2 = forward(model, encode(words)[None], hide_adjective)
+    return alpha2[0].tolist(), VOCAB[int(scores[0].argmax())]
 
 
 def bar(weight):
@@ -387,7 +383,7 @@ def live_view(model, hide_adjective=False):
     def update(_):
         animal, place = pair_picker.value_selected.split("/")
         words = sentence_words(animal, place, adjective_picker.value_selected)
-        _, weights, answer = it_attention(model, words, hide_adjective)
+        weights, answer = it_attention(model, words, hide_adjective)
         ax.clear()
         draw_sentence(ax, words, weights, answer)
         fig.canvas.draw_idle()
@@ -473,8 +469,8 @@ def main():
     if hide:
         print("--hide-adjective: no word may look at the adjective, in either layer")
 
-    model, evaluations = train(args.seed, data, hide, checkpoints=(steps,))
-    final = evaluations[steps]
+    model = train(args.seed, data, hide)
+    final = evaluate(model, *data[2:], hide)  # the held-out sentences: never in a training batch
     right, looks, animal = final["right"], final["looks"], final["animal"]
 
     print(f"\nOn the {n_held} held-out sentences (noun pairs it never saw):")
@@ -490,7 +486,7 @@ def main():
     shown = []
     for adjective in args.adjectives:
         words = sentence_words(animal_, place, adjective)
-        _, weights, answer = it_attention(model, words, hide)
+        weights, answer = it_attention(model, words, hide)
         shown.append((words, weights, answer))
     print("  \"it\"'s attention in layer 2 (# = a tenth of it, ######### = 0.9 or more, . = less than 0.1):")
     print(f"    {'':13} {'too ' + first:13} {'too ' + second}")

@@ -473,16 +473,11 @@ def example_sentence(held):
 def looks_hardest(maps, sentence, head_roles):
     """Per head, row by row, the position of the word it gives its largest weight, where its
     role names a target (None elsewhere: a head with no role, or a noun head before the
-    first noun, whose largest weight means nothing); and the smallest lead of that largest
-    weight over the second largest on those rows (how firmly the pattern holds)."""
+    first noun, whose largest weight means nothing)."""
     _, first, _ = answers(sentence[None])
-    top, lead, columns = maps.argmax(-1), np.diff(np.sort(maps, axis=-1)[..., -2:], axis=-1)[..., 0], []
-    smallest = 1.0
-    for h, role in enumerate(head_roles):
-        keep = [role == "before" or (role == "nouns" and first[0, i] != NONE) for i in range(len(sentence))]
-        columns.append([int(top[h, i]) if k else None for i, k in enumerate(keep)])
-        smallest = min([smallest] + [float(lead[h, i]) for i, k in enumerate(keep) if k and i > 0])
-    return columns, smallest
+    top = maps.argmax(-1)
+    return [[int(top[h, i]) if role == "before" or (role == "nouns" and first[0, i] != NONE) else None
+             for i in range(len(sentence))] for h, role in enumerate(head_roles)]
 
 
 def main():
@@ -608,7 +603,7 @@ def main():
           f"{'as the page says' if blended else miss}")
 
     maps = attention_maps(model, sentence, heads)
-    columns, _ = looks_hardest(maps, sentence, head_roles)
+    columns = looks_hardest(maps, sentence, head_roles)
     shown = [h for h in range(heads) if head_roles[h]]
     print("\nthe example sentence: the word each head with a role looks at hardest (its largest weight), row")
     print("by row (the figure shows every weight):")

@@ -70,7 +70,7 @@ def live_view(seed):
         grid_ax.set_xticks(range(T), [str(j + 1) for j in range(T)])
         grid_ax.set_yticks(range(T), [str(r + 1) for r in range(T)])
         grid_ax.set(xlabel="key j (the word looked at)", ylabel="query i (the word being written)",
-                    title=f"weights, T={T}: grey cells blocked ({int(mask.sum())} = T(T-1)/2)")
+                    title=f"weights, T={T}: {int(mask.sum())} grey cells blocked; T(T-1)/2 = {T * (T - 1) // 2}")
         row_ax.clear()
         drawn.update(weights=weights, bars=row_ax.bar(np.arange(1, T + 1), np.zeros(T)),
                      box=grid_ax.add_patch(plt.Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",

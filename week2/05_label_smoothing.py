@@ -86,11 +86,11 @@ def live_view(logits, gold):
         hand, by_torch = smoothed_loss(z, q).item(), torch_loss(z, gold, epsilon).item()
         for bar, height in zip(q_bars, q.tolist(), strict=True):
             bar.set_height(height)
-        target_ax.set_title(f"q = {1 - epsilon + epsilon / V:.3f} on gold, {epsilon / V:.3f} on each other")
+        target_ax.set_title(f"q = {q[gold]:.3f} on gold, {q[(gold + 1) % V]:.3f} on each other")
         loss_bars[0].set_height(hand)
         loss_bars[1].set_height(by_torch)
         loss_ax.set_title(f"loss: by hand {hand:.8f}\ntorch {by_torch:.8f}")
-        fig.suptitle(f"Label smoothing, epsilon = {epsilon:.2f}: the gold word gets 1 - epsilon + epsilon/V")
+        fig.suptitle(f"Label smoothing, epsilon = {epsilon:.2f}: the target q beside the model's softmax(z)")
         fig.canvas.draw_idle()
 
     slider.on_changed(update)

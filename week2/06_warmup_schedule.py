@@ -105,7 +105,7 @@ def main():
     for s in args.steps:
         print(f"{s:<9}" + "".join(f"{learning_rate(s, d, w):<15.10f}" for d in widths).rstrip())
 
-    horizon = np.arange(1, 5 * w + 1)  # look for the peak over the first 5w steps
+    horizon = np.arange(1, 5 * w + 1)  # the first 5w steps: the ratios and the figure's curves
     peaks = [peak_step(d, w) for d in widths]
     print("peak: " + ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True)) + f" (w = {w})")
     d = widths[0]

@@ -138,7 +138,7 @@ def main():
     for i in shown_rows(seq):
         print(f"  {vec(weights[i].detach(), shown=SHOWN)}" if i is not None else f"  ... {seq - SHOWN} more rows")
     sums = weights.sum(-1)
-    print(f"each row sums to 1 (smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}); "
+    print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
           f"weight on future tokens: {weights[mask].sum().item()}")
     # Row 1 can only look at itself (weight 1); the last row may look at everyone.
 
