@@ -79,7 +79,7 @@ def main():
                         help="random (q, k) pairs per row")
     parser.add_argument("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256],
                         help="widths to try")
-    add_live(parser, "a d_k slider over 1..1024 and the two spreads")
+    add_live(parser, "a d_k slider over 1..1024 and the two spreads (it computes every width: --pairs up to 31,250)")
     args = parser.parse_args()
     widths = [*args.d_k, *WIDTHS] if args.live else args.d_k  # the window computes every width its slider has
     check_size(parser, numbers=args.pairs * max(widths), work=args.pairs * sum(widths),
