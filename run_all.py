@@ -32,25 +32,29 @@ For some errors this line is the only one that changes, so it is always checked.
 Exit status: 0 when every selected script passed, 1 when any failed, 2 on a usage error.
 """
 import argparse
+import atexit
 import difflib
 import importlib.util
+import itertools
 import json
-import multiprocessing
-import multiprocessing.forkserver
 import os
+import queue
 import re
 import runpy
+import select
 import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from common import OUTPUT_ROOT
 from common.cli import shown
+from common.records import CONTRADICTS, NOT_TESTED, RECORDS, RETIRED, UPHOLDS
 
 ROOT = Path(__file__).resolve().parent
 NOISE_CEILING = 1e-6
@@ -193,9 +197,67 @@ def answers_changed(expected_text, actual_text):
     return [(n, lines[n - 1]) for n in sorted(changed)]
 
 
-def refusals(name, expected_text, actual_text, root=ROOT):
-    """Why actual_text must not become script `name`'s golden file: each reason in words,
-    naming its line. Empty when the change could be a wanted one."""
+def checks_path(name, root=ROOT):
+    """The golden checks of script `name`: one line per check it records (common/records.py)."""
+    return root / "expected_outputs" / f"{name}.checks.txt"
+
+
+def checks_text(records):
+    """A run's records in their golden form: `name | threshold or band | outcome`, one line per
+    check, in the order made. The measured values are left out: a training's differ from CPU
+    to CPU (the printed lines hold what every CPU prints)."""
+    return "".join(f"{r['name']} | {r.get('threshold') or '-'} | {r['outcome']}\n"
+                   for r in records if r["outcome"] != RETIRED)
+
+
+def parse_checks(text):
+    """{name: (threshold, outcome)} of a golden checks file."""
+    checks = {}
+    for line in (text or "").splitlines():
+        name, threshold, outcome = (part.strip() for part in line.rsplit(" | ", 2))
+        checks[name] = (threshold, outcome)
+    return checks
+
+
+def check_refusals(name, expected_checks, records, root=ROOT):
+    """Why a run's records must not become script `name`'s golden checks, each in words with
+    the check's name: it does not uphold the page (every default run upholds it), it is no
+    longer tested, its threshold changed, or it disappeared without being retired."""
+    reasons, made, golden = [], {}, parse_checks(expected_checks)
+    where = checks_path(name, root).relative_to(root).as_posix()
+    for r in records:
+        if r["name"] in made:
+            reasons.append(f"the check {r['name']!r} is recorded twice: each check needs a name of its own")
+        made[r["name"]] = r
+    for check_name, r in made.items():
+        measured = "" if r.get("value") is None else f"measured {shown_value(r['value'])}, "
+        threshold = r.get("threshold") or "-"
+        if r["outcome"] == CONTRADICTS:
+            reasons.append(f"the check {check_name!r} does not uphold the page ({measured}judged by: {threshold})")
+        if check_name not in golden or r["outcome"] == RETIRED:
+            continue
+        was_threshold, was = golden[check_name]
+        if threshold != was_threshold:
+            reasons.append(f"the check {check_name!r} is now judged by {threshold!r}, not {was_threshold!r}: a "
+                           f"threshold is part of the claim (to change one on purpose, edit its line in {where} "
+                           "by hand, so the change is reviewed)")
+        if was == UPHOLDS and r["outcome"] == NOT_TESTED:
+            reasons.append(f"the check {check_name!r} is no longer tested ({measured}judged by: {threshold})")
+    for check_name in golden:
+        if check_name not in made:
+            reasons.append(f"the check {check_name!r} is gone: a check is retired only on purpose, in the lesson, "
+                           "with common.records.retire(name, why)")
+    return reasons
+
+
+def shown_value(value):
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def refusals(name, expected_text, actual_text, root=ROOT, expected_checks=None, records=()):
+    """Why a run (its output actual_text, its records) must not become script `name`'s golden
+    files: each reason in words, naming its line or check. Empty when the change could be a
+    wanted one."""
     reasons = [f"line {n}: {label} should be float rounding noise (at most {NOISE_CEILING:g}) but is {value}: "
                f"the two computations disagree, so the formula is wrong"
                for n, label, value in noise_over_ceiling(actual_text)]
@@ -203,14 +265,14 @@ def refusals(name, expected_text, actual_text, root=ROOT):
     if expected_text is not None:
         reasons += [f"line {n} now answers differently from the golden file: {line.strip()}"
                     for n, line in answers_changed(expected_text, actual_text)]
-    return reasons
+    return reasons + check_refusals(name, expected_checks, records, root)
 
 
-def explain_difference(expected_text, actual_text, name, root=ROOT):
+def explain_difference(expected_text, actual_text, name, root=ROOT, expected_checks=None, records=()):
     """What a learner should read when a script's output does not match its golden file:
     the reasons it must not become the golden file, each in words, then the unified diff
     (left out when only noise values moved)."""
-    parts = ["  " + reason for reason in refusals(name, expected_text, actual_text, root)]
+    parts = ["  " + reason for reason in refusals(name, expected_text, actual_text, root, expected_checks, records)]
     expected, actual = expected_text.splitlines(), actual_text.splitlines()
     only_noise = len(expected) == len(actual) and all(
         lines_match(e, a) or (noise_value(e) and noise_value(a) and noise_value(e)[0] == noise_value(a)[0])
@@ -220,13 +282,30 @@ def explain_difference(expected_text, actual_text, name, root=ROOT):
     return "\n".join(parts)
 
 
-def unified_diff(expected_text, actual_text, name):
+def unified_diff(expected_text, actual_text, name, kind="output"):
+    suffix = ".checks.txt" if kind == "checks" else ".txt"
     return "".join(difflib.unified_diff(
         expected_text.splitlines(keepends=True), actual_text.splitlines(keepends=True),
-        fromfile=f"expected_outputs/{name}.txt", tofile=f"actual {name}"))
+        fromfile=f"expected_outputs/{name}{suffix}", tofile=f"actual {name} ({kind})"))
 
 
 # ---------------------------------------------------------------- running scripts
+
+@dataclass
+class Job:
+    """One run of a lesson: `python path *argv` in `cwd` (default: the check's folder), with
+    `env` on top of the fixed environment (a name given as None is removed).
+    `setting`: environment that torch, NumPy or MKL read once, when they are imported (kernel
+    choices, thread counts): jobs with a setting are forked from a server of their own.
+    `fresh`: a new interpreter, exactly as a learner's `python path`."""
+    path: Path
+    argv: tuple = ()
+    env: dict = field(default_factory=dict)
+    setting: dict = field(default_factory=dict)
+    fresh: bool = False
+    cwd: Path | None = None
+    timeout: float | None = None  # seconds; None: run_scripts' own
+
 
 @dataclass
 class Result:
@@ -234,11 +313,17 @@ class Result:
     stdout: str
     stderr: str
     seconds: float
+    records: list = field(default_factory=list)  # the checks the run recorded (common/records.py)
 
 
 def _run_forked(path, argv, out_file, err_file, cwd, env):
-    """Child of the fork server: behave like `python path *argv` started in cwd with env."""
-    os.environ.update(env)
+    """A child of a fork server: behave like `python path *argv` started in cwd with env."""
+    for name, value in env.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
     for fd, file in ((1, out_file), (2, err_file)):
         os.dup2(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
@@ -264,8 +349,164 @@ def _run_forked(path, argv, out_file, err_file, cwd, env):
     os._exit(code)
 
 
+def serve():
+    """A fork server's main loop (run in its own Python, started by ForkServer): import
+    PRELOAD once, then read jobs, one JSON line each, from stdin and fork a child per job,
+    answering `started <id> <pid>` and, when the child ends, `ended <id> <exit code>`.
+    SIGINT is ignored (inherited from the caller), so a Ctrl-C reaches only run_all, which
+    stops the children itself. When stdin closes, every child still running is killed."""
+    children, pending, reading = {}, b"", True
+
+    def stop(*_):  # SIGTERM (run_all was stopped): end every child, then the server
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        os._exit(0)
+
+    signal.signal(signal.SIGTERM, stop)
+    for name in PRELOAD:
+        importlib.import_module(name)
+    wake_r, wake_w = os.pipe()  # SIGCHLD wakes the select() below through this pipe
+    os.set_blocking(wake_w, False)
+    signal.set_wakeup_fd(wake_w)
+    signal.signal(signal.SIGCHLD, lambda *_: None)
+
+    def say(text):
+        os.write(1, (text + "\n").encode())
+
+    while reading or children:
+        ready = select.select([0, wake_r] if reading else [wake_r], [], [])[0]
+        if wake_r in ready:
+            os.read(wake_r, 4096)
+        while children:  # every child that has ended
+            pid, status = os.waitpid(-1, os.WNOHANG)
+            if pid == 0:
+                break
+            say(f"ended {children.pop(pid)} {os.waitstatus_to_exitcode(status)}")
+        if 0 not in ready:
+            continue
+        data = os.read(0, 65536)
+        if not data:  # run_all has finished, or stopped: nothing may outlive it
+            reading = False
+            for pid in children:
+                os.kill(pid, signal.SIGKILL)
+            continue
+        pending += data
+        while b"\n" in pending:
+            line, pending = pending.split(b"\n", 1)
+            job = json.loads(line)
+            pid = os.fork()
+            if pid == 0:
+                signal.set_wakeup_fd(-1)
+                signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                os.close(wake_r)
+                os.close(wake_w)
+                _run_forked(Path(job["path"]), job["argv"], job["out"], job["err"], job["cwd"], job["env"])
+            children[pid] = job["id"]
+            say(f"started {job['id']} {pid}")
+
+
+class ForkServer:
+    """A Python that has imported numpy, torch and matplotlib once, under one environment,
+    and forks a child for each script: a script then starts in milliseconds, not seconds.
+    One server per setting lives as long as this process (servers() below)."""
+
+    def __init__(self, setting):
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited: the server ignores Ctrl-C
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import run_all; "
+                 "run_all.serve()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                env={**os.environ, **FIXED_ENV, **setting})
+        finally:
+            signal.signal(signal.SIGINT, previous)
+        self.pids, self.events = {}, None
+        threading.Thread(target=self._listen, daemon=True).start()
+
+    def _listen(self):
+        for line in self.process.stdout:
+            word, job, number = line.decode().split()
+            if word == "started":
+                self.pids[int(job)] = int(number)
+            elif self.events is not None:
+                self.events.put((int(job), int(number)))
+        if self.events is not None:
+            self.events.put((self, None))  # the server is gone
+
+    def alive(self):
+        return self.process.poll() is None
+
+    def start(self, job_id, job, out, err, cwd, env):
+        message = {"id": job_id, "path": str(job.path), "argv": list(job.argv), "out": out, "err": err,
+                   "cwd": str(cwd), "env": env}
+        self.process.stdin.write((json.dumps(message) + "\n").encode())
+        self.process.stdin.flush()
+
+    def kill(self, job_id):
+        """Stop a job's child (once the server has said which it is)."""
+        deadline = time.monotonic() + 10
+        while job_id not in self.pids and self.alive() and time.monotonic() < deadline:
+            time.sleep(0.005)
+        if job_id in self.pids:
+            try:
+                os.kill(self.pids.pop(job_id), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    def stop(self):
+        """End the server at once, and every child it is running (after a Ctrl-C)."""
+        if self.alive():
+            self.process.terminate()
+        self.process.wait()
+
+    def close(self):
+        """End the server; it kills whatever child is still running."""
+        try:
+            self.process.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+_servers = {}  # setting -> its ForkServer, started when first needed
+_job_ids = itertools.count()  # unique over the whole process, so a late word from an earlier call is ignored
+
+
+def fork_server(setting):
+    key = tuple(sorted(setting.items()))
+    if key not in _servers or not _servers[key].alive():
+        _servers[key] = ForkServer(setting)
+    return _servers[key]
+
+
+@atexit.register
+def close_fork_servers():
+    for server in _servers.values():
+        server.close()
+    _servers.clear()
+
+
 def _read(file):
-    return Path(file).read_text(encoding="utf-8", errors="replace")
+    try:
+        return Path(file).read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:  # a run that never started
+        return ""
+
+
+def _read_records(file):
+    """The records a run wrote, one JSON object per line (a line cut short by a kill is dropped)."""
+    records = []
+    for line in _read(file).splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            pass
+    return records
 
 
 def check_folder(root=ROOT):
@@ -275,81 +516,105 @@ def check_folder(root=ROOT):
     return root / "build" / "check"
 
 
-def _start_fork_server():
-    """Start the fork server (once per process) with the fixed environment, so that what it
-    imports ahead (matplotlib reads MPLBACKEND) sees it, and with Ctrl-C ignored: it, and
-    every script forked from it, keep ignoring that, so a Ctrl-C in the terminal reaches
-    only run_all, which stops the scripts itself (run_scripts) instead of leaving each to
-    print a traceback. The caller's own environment is left as it was."""
-    saved = {name: os.environ.get(name) for name in FIXED_ENV}
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    os.environ.update(FIXED_ENV)
-    try:
-        multiprocessing.forkserver.ensure_running()
-    finally:
-        signal.signal(signal.SIGINT, previous)
-        for name, value in saved.items():
-            if value is None:
-                del os.environ[name]
-            else:
-                os.environ[name] = value
-
-
-def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT):
-    """Run jobs [(path, argv), ...], up to `workers` at once; return a Result per job, in order."""
+def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_result=None):
+    """Run jobs (Job, or (path, argv) pairs), up to `workers` at once, in the order given;
+    return a Result per job, in that order. on_result(i, result), if given, hears of each
+    job as it ends. Forked runs share one fork server per setting; where the OS cannot fork
+    (Windows), or with fresh=True, every run is a new interpreter."""
+    jobs = [job if isinstance(job, Job) else Job(Path(job[0]), tuple(job[1])) for job in jobs]
     cwd = check_folder(root)
     cwd.mkdir(parents=True, exist_ok=True)
-    env = {**FIXED_ENV, OUTPUT_ROOT: str(cwd)}  # each script's, on top of this process's own
     workers = workers or os.cpu_count() or 1
-    fresh = fresh or "forkserver" not in multiprocessing.get_all_start_methods()  # Windows: no fork
-    if not fresh:
-        context = multiprocessing.get_context("forkserver")
-        context.set_forkserver_preload(PRELOAD)
-        _start_fork_server()
-    results = [None] * len(jobs)
+    fork = not fresh and hasattr(os, "fork")
+    results, running, events = [None] * len(jobs), {}, queue.Queue()
+    handler = signal.getsignal(signal.SIGINT)
     with tempfile.TemporaryDirectory(prefix="run_all_") as scratch:
-        pending, running = list(enumerate(jobs)), {}
         try:
-            _run_all_jobs(pending, running, results, scratch, cwd, env, timeout, workers, fresh,
-                          None if fresh else context)
+            pending = list(enumerate(jobs))
+            while pending or running:
+                while pending and len(running) < workers:
+                    i, job = pending.pop(0)
+                    files = [os.path.join(scratch, f"{i}.{part}") for part in ("out", "err", "records")]
+                    env = {OUTPUT_ROOT: str(cwd), RECORDS: files[2], **job.env}
+                    where = job.cwd or cwd
+                    job_id = next(_job_ids)
+                    if fork and not job.fresh:
+                        runner = fork_server(job.setting)
+                        runner.events = events
+                        runner.start(job_id, job, files[0], files[1], where, env)
+                    else:
+                        with open(files[0], "wb") as o, open(files[1], "wb") as e:
+                            runner = subprocess.Popen(
+                                [sys.executable, str(job.path), *job.argv], cwd=where, stdout=o, stderr=e,
+                                env=_environment({**os.environ, **FIXED_ENV, **job.setting}, env))
+                    running[job_id] = Running(i, runner, time.monotonic(), files)
+                _collect(jobs, running, results, events, timeout, on_result)
         except KeyboardInterrupt:  # Ctrl-C: stop every script still running, then pass it on
-            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
-            try:
-                for proc, *_ in running.values():
-                    proc.kill()
-                    proc.wait() if fresh else proc.join()
-            finally:
-                signal.signal(signal.SIGINT, previous)
+            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+            for run in running.values():
+                run.runner.stop() if isinstance(run.runner, ForkServer) else run.runner.kill()
+            for run in running.values():
+                run.runner.wait() if not isinstance(run.runner, ForkServer) else None
             raise
+        finally:
+            signal.signal(signal.SIGINT, handler)
     return results
 
 
-def _run_all_jobs(pending, running, results, scratch, cwd, env, timeout, workers, fresh, context):
-    """The scheduling loop of run_scripts: start jobs while fewer than `workers` run, collect
-    each as it ends or times out. `running` is shared so the caller can stop what is left."""
-    while pending or running:
-        while pending and len(running) < workers:
-            i, (path, argv) = pending.pop(0)
-            out, err = (os.path.join(scratch, f"{i}.{s}") for s in ("out", "err"))
-            if fresh:
-                with open(out, "wb") as o, open(err, "wb") as e:
-                    proc = subprocess.Popen([sys.executable, str(path), *argv], cwd=cwd,
-                                            stdout=o, stderr=e, env={**os.environ, **env})
-            else:
-                proc = context.Process(target=_run_forked, args=(Path(path), argv, out, err, cwd, env))
-                proc.start()
-            running[i] = (proc, time.monotonic(), out, err)
-        time.sleep(0.01)
-        for i, (proc, start, out, err) in list(running.items()):
-            code = proc.poll() if fresh else proc.exitcode
-            seconds = time.monotonic() - start
-            if code is None and seconds < timeout:
-                continue
-            if code is None:
-                proc.kill()
-                proc.wait() if fresh else proc.join()
-            del running[i]
-            results[i] = Result(code, _read(out), _read(err), seconds)
+@dataclass
+class Running:
+    index: int  # the job's place in run_scripts' list
+    runner: object  # its ForkServer, or its own Popen
+    start: float
+    files: list  # stdout, stderr, records
+    killed: bool = False
+
+
+def _environment(base, changes):
+    """base with changes applied; a name whose value is None is removed."""
+    merged = dict(base)
+    for name, value in changes.items():
+        if value is None:
+            merged.pop(name, None)
+        else:
+            merged[name] = value
+    return merged
+
+
+def _collect(jobs, running, results, events, timeout, on_result):
+    """Wait a little for jobs to end; record each ended job's Result; kill those over time."""
+    ended = []
+    try:
+        ended.append(events.get(timeout=0.01))
+        while True:
+            ended.append(events.get_nowait())
+    except queue.Empty:
+        pass
+    for job_id, run in running.items():
+        if not isinstance(run.runner, ForkServer) and run.runner.poll() is not None:
+            ended.append((job_id, run.runner.returncode))
+    for job_id, code in ended:
+        if isinstance(job_id, ForkServer):  # a server that died took its running children with it
+            for lost in [j for j, run in running.items() if run.runner is job_id]:
+                _finish(lost, running, results, -1, on_result, note="the fork server ended unexpectedly\n")
+        elif job_id in running:
+            _finish(job_id, running, results, code, on_result)
+    now = time.monotonic()
+    for job_id, run in running.items():
+        if not run.killed and now - run.start > (jobs[run.index].timeout or timeout):
+            run.runner.kill(job_id) if isinstance(run.runner, ForkServer) else run.runner.kill()
+            run.killed = True
+
+
+def _finish(job_id, running, results, code, on_result, note=""):
+    run = running.pop(job_id)
+    if not isinstance(run.runner, ForkServer):
+        run.runner.wait()
+    out, err, records = run.files
+    results[run.index] = Result(None if run.killed else code, _read(out), _read(err) + note,
+                                time.monotonic() - run.start, _read_records(records))
+    if on_result:
+        on_result(run.index, results[run.index])
 
 
 # ---------------------------------------------------------------- the command line
@@ -381,7 +646,7 @@ def resolve(raw, scripts, root):
     return None
 
 
-def select(parser, names, pattern, scripts, root=ROOT):
+def choose(parser, names, pattern, scripts, root=ROOT):
     chosen = []
     for raw in names:
         name = resolve(raw, scripts, root)
@@ -433,11 +698,20 @@ def alone(path):
     return f"{shown(sys.executable, ROOT)} {shown(path, ROOT)}"
 
 
+def write_atomically(path, text):
+    """path holds text, all or nothing: a temporary file beside it, then a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, path)  # an interrupted update leaves the old file whole
+
+
 def judge(name, result, path, args, root):
     """What went wrong with one script's run, in words with a "What next", or None if it passed.
-    With --update, a passing run is written as the golden file here."""
-    golden, kept = golden_path(name, root), actual_path(name, root)
+    With --update, a run that may become the golden files is written as them here."""
+    golden, kept, checks = golden_path(name, root), actual_path(name, root), checks_path(name, root)
     expected = golden.read_text(encoding="utf-8") if golden.exists() else None
+    expected_checks = checks.read_text(encoding="utf-8") if checks.exists() else None
     if result.returncode is None:
         return (f"TIMEOUT {name}: still running after {args.timeout:g} s, killed\n"
                 f"  What next: run it alone to see where it stops: {alone(path)}; on a slow machine, "
@@ -449,22 +723,25 @@ def judge(name, result, path, args, root):
         return (f"CRASH {name}: exit status {result.returncode}\n{tail}\n"
                 f"  What next: the script stopped with an error before it finished ({error}). Run it alone "
                 f"to see the whole traceback: {alone(path)}")
-    reasons = refusals(name, expected, result.stdout, root)
+    reasons = refusals(name, expected, result.stdout, root, expected_checks, result.records)
     if args.update and reasons:
         return (f"NOT UPDATED {name}: this run disagrees with itself or with the page, so the script is wrong, "
                 f"not its golden file\n" + "\n".join("  " + reason for reason in reasons))
+    made = checks_text(result.records)
     if args.update:
-        golden.parent.mkdir(parents=True, exist_ok=True)
-        temporary = golden.with_suffix(".txt.tmp")
-        temporary.write_text(result.stdout, encoding="utf-8")
-        os.replace(temporary, golden)  # atomic: an interrupted update leaves the old file whole
-        print(f"{'unchanged' if expected == result.stdout else 'updated'} {golden.relative_to(root).as_posix()}",
-              file=args.out)
+        write_atomically(golden, result.stdout)
+        if made:
+            write_atomically(checks, made)
+        else:
+            checks.unlink(missing_ok=True)
+        same = expected == result.stdout and (expected_checks or "") == made
+        print(f"{'unchanged' if same else 'updated'} {golden.relative_to(root).as_posix()}", file=args.out)
         return None
     if expected is None:
         return (f"NO GOLDEN FILE {name}: {golden.relative_to(root).as_posix()} is missing; "
                 f"create it with: {this_python()} --update {name}")
-    if outputs_match(expected, result.stdout):
+    same_output, same_checks = outputs_match(expected, result.stdout), (expected_checks or "") == made
+    if same_output and same_checks:
         kept.unlink(missing_ok=True)
         return None
     kept.parent.mkdir(parents=True, exist_ok=True)
@@ -474,16 +751,26 @@ def judge(name, result, path, args, root):
                      f"where), so --update would refuse it. If you edited {name}.py, your edit changed what "
                      f"it computes: `git diff` shows the edit, and `git checkout -- {name}.py` undoes it.")
     else:
-        what_next = (f"  What next: if you changed {name}.py on purpose, rewrite its golden file and review "
+        what_next = (f"  What next: if you changed {name}.py on purpose, rewrite its golden files and review "
                      f"the change:\n    {this_python()} --update {name} && git diff expected_outputs\n"
                      f"  If you did not, the lines above show what this run computed differently.")
-    return (f"DIFF {name}: output differs from its golden file (actual kept in "
-            f"{kept.relative_to(root).as_posix()})\n{explain_difference(expected, result.stdout, name, root)}\n"
-            + what_next)
+    parts = [explain_difference(expected, result.stdout, name, root, expected_checks, result.records)]
+    if not same_checks:
+        parts.append(unified_diff(expected_checks or "", made, name, kind="checks").rstrip())
+    what = "output differs from its golden file" if not same_output else "its checks differ from its golden checks"
+    return (f"DIFF {name}: {what} (actual kept in {kept.relative_to(root).as_posix()})\n"
+            + "\n".join(part for part in parts if part) + "\n" + what_next)
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """A usage error is one line, as in the lessons, not argparse's usage block first."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (--help lists the flags)\n")
 
 
 def main(argv=None, root=ROOT, out=sys.stdout):
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="run_all.py", formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Run the lesson scripts and diff their output against the golden files in expected_outputs/.",
         epilog="Try:\n" + "\n".join(f"  {this_python()} {example}" for example in
@@ -493,8 +780,8 @@ def main(argv=None, root=ROOT, out=sys.stdout):
     parser.add_argument("-k", dest="pattern", help="run only scripts whose name contains this text (any case)")
     parser.add_argument("--list", action="store_true", help="list the scripts and exit")
     parser.add_argument("--update", action="store_true",
-                        help="write each script's output as its golden file (review with git diff); refused "
-                        "for a run that disagrees with itself or with the page")
+                        help="write each script's output and checks as its golden files (review with git diff); "
+                        "refused for a run that disagrees with itself or with the page")
     parser.add_argument("--fresh", action="store_true",
                         help="start a new interpreter per script instead of forking a warm one")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds per script (120)")
@@ -505,7 +792,7 @@ def main(argv=None, root=ROOT, out=sys.stdout):
     if args.jobs < 1 or args.timeout <= 0:
         parser.error("--jobs and --timeout must be positive")
     scripts = discover(root)
-    chosen = select(parser, args.names, args.pattern, scripts, root)
+    chosen = choose(parser, args.names, args.pattern, scripts, root)
     if args.list:
         for name in chosen:
             print(name, file=out)
@@ -516,27 +803,38 @@ def main(argv=None, root=ROOT, out=sys.stdout):
 
     started = time.monotonic()
     order = slowest_first(chosen, scripts, root)
+    failed = []
+
+    def report(name, result):
+        problem = judge(name, result, scripts[name], args, root)
+        if problem:
+            failed.append(name)
+            print(problem, file=out, flush=True)
+        elif not args.update:
+            print(f"ok    {name}  ({result.seconds:.1f} s)", file=out, flush=True)
+
+    # The check reports each script as soon as it ends; --update writes nothing until every
+    # script has ended, so that a Ctrl-C leaves every golden file as it was.
     try:
-        results = run_scripts([(scripts[n], []) for n in order], args.timeout, args.jobs, args.fresh, root)
-    except KeyboardInterrupt:  # Ctrl-C: run_scripts has stopped every script; no golden file was touched
+        results = run_scripts([(scripts[n], []) for n in order], args.timeout, args.jobs, args.fresh, root,
+                              on_result=None if args.update else lambda i, result: report(order[i], result))
+    except KeyboardInterrupt:  # Ctrl-C: run_scripts has stopped every script
         print("stopped", file=sys.stderr)
         return 130
-    finished = dict(zip(order, results, strict=True))
-    record_seconds(finished.items(), root)
-    passed = failed = 0
-    for name in chosen:
-        problem = judge(name, finished[name], scripts[name], args, root)
-        if problem:
-            failed += 1
-            print(problem, file=out)
-        else:
-            passed += 1
-            if not args.update:
-                print(f"ok    {name}  ({finished[name].seconds:.1f} s)", file=out)
+    if args.update:
+        for name, result in zip(order, results, strict=True):
+            report(name, result)
+    record_seconds(zip(order, results, strict=True), root)
     print(f"wall time {time.monotonic() - started:.1f} s", file=out)
-    print(f"{passed} passed, {failed} failed", file=out)
+    if failed:
+        print(f"failed: {', '.join(sorted(failed))}", file=out)
+    print(f"{len(chosen) - len(failed)} passed, {len(failed)} failed", file=out)
     return 1 if failed else 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:  # before the scripts started (a Ctrl-C while the flags were read)
+        print("stopped", file=sys.stderr)
+        sys.exit(130)

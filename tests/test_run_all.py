@@ -225,7 +225,7 @@ def interrupted(argv, cwd, wait_for):
     """Start argv in a process group of its own, wait until `wait_for()` is true, then send the
     group SIGINT, as Ctrl-C in a terminal does; return the finished process's result."""
     process = subprocess.Popen(argv, cwd=cwd, start_new_session=True, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+                               stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     deadline = time.monotonic() + 60
     while not wait_for() and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -268,7 +268,7 @@ def test_ctrl_c_in_a_lesson_prints_one_word(tmp_path):
     """SIGINT to a lesson in the middle of its training (after its first printed line)."""
     script = run_all.ROOT / "week2" / "12_train_tiny_transformer.py"
     process = subprocess.Popen([sys.executable, "-u", str(script)], cwd=tmp_path, start_new_session=True,
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
     first = process.stdout.readline()
     os.killpg(process.pid, signal.SIGINT)
     _, err = process.communicate(timeout=60)
@@ -321,3 +321,149 @@ def test_every_golden_file_upholds_the_page_at_the_defaults():
     for name in run_all.discover():
         text = run_all.golden_path(name).read_text(encoding="utf-8")
         assert "not " + run_all.UPHELD not in [answer for _, _, answer in run_all.self_checks(text)], name
+
+
+# ---------------------------------------------------------------- what the check says as it goes
+
+def test_each_result_is_printed_as_its_script_ends(repo):
+    """The slow script starts first, but the quick one's line comes first: the learner sees
+    the check moving, not a blank terminal until the end."""
+    (repo / "week9" / "01_good.py").write_text("import time\ntime.sleep(1.5)\nprint('a=1')\n"
+                                              "print('max |x - y|=0.00000011')\n")
+    code, out = run(repo, "week9/01_good", "week9/02_drifted")
+    lines = out.splitlines()
+    assert lines.index("DIFF week9/02_drifted: output differs from its golden file (actual kept in "
+                       "build/actual/week9/02_drifted.txt)") < [i for i, line in enumerate(lines)
+                                                                if line.startswith("ok    week9/01_good")][0]
+    assert lines[-2:] == ["failed: week9/02_drifted", "1 passed, 1 failed"]
+
+
+def test_run_alls_own_bad_argument_is_one_line(capsys):
+    with pytest.raises(SystemExit) as exc:
+        run_all.main(["--jobs", "many"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("run_all.py: error: argument -j/--jobs: invalid int value")
+
+
+def default_sigint():
+    """A child with Ctrl-C's default meaning, even when this test runs as a background job
+    (`make test &`), which starts with SIGINT ignored and would pass that on."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+@pytest.mark.parametrize("after", [0.1, 0.3, 0.6, 1.0, 1.5])
+def test_ctrl_c_in_the_checks_first_moments_says_one_word(repo, after):
+    """While run_all imports, while its fork server is still importing torch, or while the
+    first scripts start. (Ended by Ctrl-C either way: 130 is the status run_all returns, -2
+    a process the signal ended after its one word; a shell shows both as 130.)"""
+    shutil.copy(run_all.ROOT / "run_all.py", repo)
+    shutil.copytree(run_all.ROOT / "common", repo / "common")
+    process = subprocess.Popen([sys.executable, str(repo / "run_all.py"), "week9/04_slow", "week9/01_good"],
+                               cwd=repo, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True, preexec_fn=default_sigint)
+    time.sleep(after)
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode in (130, -signal.SIGINT) and (out, err) == ("", "stopped\n")
+    assert not still_running(process.pid)
+
+
+def test_a_setting_gets_its_own_fork_server_and_reaches_torch(tmp_path):
+    """Kernel settings are read when torch is imported: a job with one is forked from a server
+    that imported torch under it, beside the plain server, in one call."""
+    probe = tmp_path / "probe.py"
+    probe.write_text("import torch\nprint(torch.backends.cpu.get_cpu_capability())\n")
+    plain, scalar = run_all.run_scripts([run_all.Job(probe), run_all.Job(probe, setting={"ATEN_CPU_CAPABILITY":
+                                                                                          "default"})])
+    assert scalar.stdout == "DEFAULT\n" and plain.stdout.strip() != "DEFAULT", (plain.stdout, plain.stderr)
+
+
+def test_a_job_can_remove_a_variable_and_run_in_its_own_folder(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import os\nprint(os.getcwd(), os.environ.get('MPLBACKEND'), os.environ['EXTRA'])\n")
+    (result,) = run_all.run_scripts([run_all.Job(probe, env={"MPLBACKEND": None, "EXTRA": "1"}, cwd=tmp_path)])
+    assert result.stdout == f"{tmp_path} None 1\n"
+
+
+# ---------------------------------------------------------------- checks: records, not prose
+
+RECORDING = "from common.records import check, retire\n"
+
+
+def lesson_with_checks(repo, golden_body, new_body, name="week9/09_checks"):
+    """A lesson whose golden files were written by --update from `golden_body`, now changed to
+    `new_body` (both: Python lines after the records import)."""
+    shutil.copytree(run_all.ROOT / "common", repo / "common", dirs_exist_ok=True)
+    path = repo / f"{name}.py"
+    path.write_text("import sys\nsys.path.insert(0, %r)\n" % str(repo) + RECORDING + golden_body)
+    code, out = run(repo, "--update", name)
+    assert code == 0, out
+    path.write_text("import sys\nsys.path.insert(0, %r)\n" % str(repo) + RECORDING + new_body)
+    return name
+
+
+TWO_CHECKS = ("check('rows sum to 1', 'every row sums to 1: yes', True, value=1.0, threshold='within 1e-6')\n"
+              "check('held-out right', 'right: 96/96 (at least 90 needed)', 96 >= 90, value=96, "
+              "threshold='at least 90 of 96')\n")
+
+
+def test_the_golden_checks_list_each_check_by_name_threshold_and_outcome(repo):
+    name = lesson_with_checks(repo, TWO_CHECKS, TWO_CHECKS)
+    assert run_all.checks_path(name, repo).read_text() == (
+        "rows sum to 1 | within 1e-6 | upholds the page\nheld-out right | at least 90 of 96 | upholds the page\n")
+    assert run(repo, name)[0] == 0
+
+
+@pytest.mark.parametrize(("change", "says"), [
+    # a count that falls below its threshold, worded as before
+    (("96 >= 90, value=96", "87 >= 90, value=87"), "the check 'held-out right' does not uphold the page (measured 87"),
+    # an answer that flips together with its wording
+    (("'every row sums to 1: yes', True", "'rows sum to 1: no', False"), "'rows sum to 1' does not uphold"),
+    # a lowered threshold
+    (("threshold='at least 90 of 96'", "threshold='at least 50 of 96'"), "is now judged by 'at least 50 of 96'"),
+    # a deleted check
+    (("check('rows sum to 1', 'every row sums to 1: yes', True, value=1.0, threshold='within 1e-6')\n", "print()\n"),
+     "the check 'rows sum to 1' is gone"),
+    # a check no longer tested
+    (("96 >= 90, value=96", "None, value=96"), "'held-out right' is no longer tested"),
+])
+def test_update_refuses_a_check_that_changed_by_name(repo, change, says):
+    name = lesson_with_checks(repo, TWO_CHECKS, TWO_CHECKS.replace(*change))
+    golden = run_all.golden_path(name, repo).read_text()
+    code, out = run(repo, "--update", name)
+    assert code == 1 and f"NOT UPDATED {name}" in out and says in out, out
+    assert run_all.golden_path(name, repo).read_text() == golden
+    code, out = run(repo, name)  # the check fails too, and does not offer --update
+    assert code == 1 and says in out and f"--update {name}" not in out
+
+
+def test_a_check_retired_on_purpose_may_go(repo):
+    retired = TWO_CHECKS.split("\n")[1] + "\nretire('rows sum to 1', 'shown by week9/10 now')\n"
+    name = lesson_with_checks(repo, TWO_CHECKS, retired)
+    code, out = run(repo, "--update", name)
+    assert code == 0, out
+    assert run_all.checks_path(name, repo).read_text() == "held-out right | at least 90 of 96 | upholds the page\n"
+
+
+def test_a_prose_edit_or_a_new_check_that_upholds_the_page_is_accepted(repo):
+    edited = TWO_CHECKS.replace("'every row sums to 1: yes'", "'Result: each row adds up to 1'") + (
+        "check('loss falls', 'the loss falls: yes', True, value=0.5, threshold='below 1.0')\n")
+    name = lesson_with_checks(repo, TWO_CHECKS, edited)
+    code, out = run(repo, name)
+    assert code == 1 and f"--update {name}" in out  # a change that could be wanted: --update is offered
+    assert run(repo, "--update", name)[0] == 0
+
+
+def test_a_changed_threshold_fails_the_check_even_when_every_printed_line_is_the_same(repo):
+    name = lesson_with_checks(repo, TWO_CHECKS, TWO_CHECKS.replace("within 1e-6", "within 1e-3"))
+    code, out = run(repo, name)
+    assert code == 1 and "its checks differ from its golden checks" in out
+    assert "-rows sum to 1 | within 1e-6 | upholds the page" in out
+
+
+def test_a_check_now_tested_that_upholds_the_page_is_accepted(repo):
+    untested = TWO_CHECKS.replace("96 >= 90, value=96", "None, value=96")
+    name = lesson_with_checks(repo, untested, TWO_CHECKS)
+    assert run(repo, "--update", name)[0] == 0

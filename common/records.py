@@ -1,0 +1,78 @@
+"""A lesson's checks, handed to the check as records as well as printed.
+
+A check is one thing a run settles: a verdict, a count against its threshold, a band, a
+value beside the page's. The learner reads it as a printed line, worded by the lesson;
+run_all.py reads its record: a stable name, the measured value, the threshold or band it
+is judged by, and the outcome (it upholds the page, contradicts it, or is not tested
+here). run_all.py compares records by name with expected_outputs/<lesson>.checks.txt and
+never reads the printed words: a default run whose check does not uphold the page, a
+check that disappeared (unless retired on purpose, with its reason), or a changed
+threshold is refused, by name.
+
+    check("attention stays above 0.90 on long rows", f"... {said(holds)}", holds,
+          value=accuracy, threshold=f"above {HIGH:.2f}")
+
+Records go to the file named by $LESSONS_RECORDS, which run_all.py sets for every run; a
+learner's own run records nothing. A test can collect them in memory: `with collected() as got:`.
+"""
+import json
+import os
+from contextlib import contextmanager
+
+RECORDS = "LESSONS_RECORDS"
+UPHOLDS, CONTRADICTS, NOT_TESTED, RETIRED = "upholds the page", "contradicts the page", "not tested here", "retired"
+_collecting = []  # the lists of `collected()` blocks now open
+
+
+def outcome(holds):
+    """True: the check upholds the page; False: it contradicts it; None: not tested here."""
+    return UPHOLDS if holds is True else CONTRADICTS if holds is False else NOT_TESTED
+
+
+def _plain(value):
+    """A value as JSON can hold it: numpy and torch scalars become Python numbers."""
+    if hasattr(value, "item"):
+        return value.item()
+    return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
+
+
+def record(name, value=None, threshold=None, result=NOT_TESTED, why=None):
+    """Hand run_all.py one record (nothing is printed)."""
+    if "|" in name or "\n" in name:
+        raise ValueError(f"a check's name holds no '|' and no line break: {name!r}")
+    entry = {"name": name, "value": _plain(value), "threshold": threshold, "outcome": result}
+    if why is not None:
+        entry["why"] = why
+    for sink in _collecting:
+        sink.append(entry)
+    path = os.environ.get(RECORDS)
+    if path:
+        with open(path, "a", encoding="utf-8") as file:  # appended as it happens: a crash keeps the earlier ones
+            file.write(json.dumps(entry, default=str) + "\n")
+
+
+def check(name, line, holds, value=None, threshold=None):
+    """Print `line` exactly as the lesson words it, and record the check `name`: its
+    measured `value`, the `threshold` or band it is judged by (words, e.g. "above 0.90"),
+    and whether it upholds the page (holds True), contradicts it (False) or is not tested
+    here (None). Returns holds."""
+    print(line)
+    record(name, value, threshold, outcome(holds))
+    return holds
+
+
+def retire(name, why):
+    """Say on purpose that the check `name` is no longer made, and why: the check then
+    accepts its disappearance from this lesson's records."""
+    record(name, result=RETIRED, why=why)
+
+
+@contextmanager
+def collected():
+    """The records made inside the block, as a list of dicts (for tests)."""
+    sink = []
+    _collecting.append(sink)
+    try:
+        yield sink
+    finally:
+        _collecting.remove(sink)
