@@ -31,6 +31,9 @@ For some errors this line is the only one that changes, so it is always checked.
 
 Exit status: 0 when every selected script passed, 1 when any failed, 2 on a usage error.
 """
+# isort: off
+import common  # noqa: F401  (first: from here on a Ctrl-C ends with the one word "stopped")
+# isort: on
 import argparse
 import atexit
 import difflib
@@ -314,6 +317,7 @@ class Result:
     stderr: str
     seconds: float
     records: list = field(default_factory=list)  # the checks the run recorded (common/records.py)
+    cpu: float | None = None  # CPU seconds the run used (where the OS tells)
 
 
 def _run_forked(path, argv, out_file, err_file, cwd, env):
@@ -329,6 +333,8 @@ def _run_forked(path, argv, out_file, err_file, cwd, env):
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
     os.chdir(cwd)
+    for module in [m for m in sys.modules if m == "common" or m.startswith("common.")]:
+        del sys.modules[module]  # the script imports its own repo's `common`, as a fresh `python path` does
     sys.argv = [str(path), *argv]
     # sys.path as for a fresh `python path`: the script's folder first, not this repo root.
     sys.path[:] = [str(path.parent)] + [p for p in sys.path if p not in ("", str(ROOT))]
@@ -352,7 +358,8 @@ def _run_forked(path, argv, out_file, err_file, cwd, env):
 def serve():
     """A fork server's main loop (run in its own Python, started by ForkServer): import
     PRELOAD once, then read jobs, one JSON line each, from stdin and fork a child per job,
-    answering `started <id> <pid>` and, when the child ends, `ended <id> <exit code>`.
+    answering `started <id> <pid>` and, when the child ends, `ended <id> <exit code> <CPU
+    seconds it used>`.
     SIGINT is ignored (inherited from the caller), so a Ctrl-C reaches only run_all, which
     stops the children itself. When stdin closes, every child still running is killed."""
     children, pending, reading = {}, b"", True
@@ -379,10 +386,10 @@ def serve():
         if wake_r in ready:
             os.read(wake_r, 4096)
         while children:  # every child that has ended
-            pid, status = os.waitpid(-1, os.WNOHANG)
+            pid, status, usage = os.wait4(-1, os.WNOHANG)
             if pid == 0:
                 break
-            say(f"ended {children.pop(pid)} {os.waitstatus_to_exitcode(status)}")
+            say(f"ended {children.pop(pid)} {os.waitstatus_to_exitcode(status)} {usage.ru_utime + usage.ru_stime:.3f}")
         if 0 not in ready:
             continue
         data = os.read(0, 65536)
@@ -410,38 +417,44 @@ def serve():
 class ForkServer:
     """A Python that has imported numpy, torch and matplotlib once, under one environment,
     and forks a child for each script: a script then starts in milliseconds, not seconds.
-    One server per setting lives as long as this process (servers() below)."""
+    One server per setting lives as long as this process (fork_server() below), shared by
+    every run_scripts call, from any thread."""
 
     def __init__(self, setting):
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # inherited: the server ignores Ctrl-C
+        main_thread = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None  # inherited
         try:
             self.process = subprocess.Popen(
-                [sys.executable, "-c", f"import sys; sys.path.insert(0, {str(ROOT)!r}); import run_all; "
-                 "run_all.serve()"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                env={**os.environ, **FIXED_ENV, **setting})
+                [sys.executable, "-c", "import signal; signal.signal(signal.SIGINT, signal.SIG_IGN); "
+                 f"import sys; sys.path.insert(0, {str(ROOT)!r}); import run_all; run_all.serve()"],
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE, env={**os.environ, **FIXED_ENV, **setting})
         finally:
-            signal.signal(signal.SIGINT, previous)
-        self.pids, self.events = {}, None
+            if main_thread:
+                signal.signal(signal.SIGINT, previous)
+        self.pids, self.queues, self.lock = {}, {}, threading.Lock()
         threading.Thread(target=self._listen, daemon=True).start()
 
     def _listen(self):
         for line in self.process.stdout:
-            word, job, number = line.decode().split()
+            word, job, number, *cpu = line.decode().split()
             if word == "started":
                 self.pids[int(job)] = int(number)
-            elif self.events is not None:
-                self.events.put((int(job), int(number)))
-        if self.events is not None:
-            self.events.put((self, None))  # the server is gone
+            elif (events := self.queues.pop(int(job), None)) is not None:
+                events.put((int(job), int(number), float(cpu[0])))
+        for events in list(self.queues.values()):
+            events.put((self, None))  # the server is gone
 
     def alive(self):
         return self.process.poll() is None
 
-    def start(self, job_id, job, out, err, cwd, env):
+    def start(self, job_id, job, out, err, cwd, env, events):
+        """Fork job's child; `events` hears (job_id, exit code) when it ends."""
         message = {"id": job_id, "path": str(job.path), "argv": list(job.argv), "out": out, "err": err,
                    "cwd": str(cwd), "env": env}
-        self.process.stdin.write((json.dumps(message) + "\n").encode())
-        self.process.stdin.flush()
+        self.queues[job_id] = events
+        with self.lock:
+            self.process.stdin.write((json.dumps(message) + "\n").encode())
+            self.process.stdin.flush()
 
     def kill(self, job_id):
         """Stop a job's child (once the server has said which it is)."""
@@ -473,22 +486,24 @@ class ForkServer:
             self.process.wait()
 
 
-_servers = {}  # setting -> its ForkServer, started when first needed
-_job_ids = itertools.count()  # unique over the whole process, so a late word from an earlier call is ignored
+_servers, _servers_lock = {}, threading.Lock()  # setting -> its ForkServer, started when first needed
+_job_ids = itertools.count()  # unique over the whole process
 
 
 def fork_server(setting):
     key = tuple(sorted(setting.items()))
-    if key not in _servers or not _servers[key].alive():
-        _servers[key] = ForkServer(setting)
-    return _servers[key]
+    with _servers_lock:
+        if key not in _servers or not _servers[key].alive():
+            _servers[key] = ForkServer(setting)
+        return _servers[key]
 
 
 @atexit.register
 def close_fork_servers():
-    for server in _servers.values():
-        server.close()
-    _servers.clear()
+    with _servers_lock:
+        for server in _servers.values():
+            server.close()
+        _servers.clear()
 
 
 def _read(file):
@@ -527,7 +542,6 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_re
     workers = workers or os.cpu_count() or 1
     fork = not fresh and hasattr(os, "fork")
     results, running, events = [None] * len(jobs), {}, queue.Queue()
-    handler = signal.getsignal(signal.SIGINT)
     with tempfile.TemporaryDirectory(prefix="run_all_") as scratch:
         try:
             pending = list(enumerate(jobs))
@@ -540,8 +554,7 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_re
                     job_id = next(_job_ids)
                     if fork and not job.fresh:
                         runner = fork_server(job.setting)
-                        runner.events = events
-                        runner.start(job_id, job, files[0], files[1], where, env)
+                        runner.start(job_id, job, files[0], files[1], where, env, events)
                     else:
                         with open(files[0], "wb") as o, open(files[1], "wb") as e:
                             runner = subprocess.Popen(
@@ -549,15 +562,16 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_re
                                 env=_environment({**os.environ, **FIXED_ENV, **job.setting}, env))
                     running[job_id] = Running(i, runner, time.monotonic(), files)
                 _collect(jobs, running, results, events, timeout, on_result)
-        except KeyboardInterrupt:  # Ctrl-C: stop every script still running, then pass it on
-            signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
-            for run in running.values():
-                run.runner.stop() if isinstance(run.runner, ForkServer) else run.runner.kill()
-            for run in running.values():
-                run.runner.wait() if not isinstance(run.runner, ForkServer) else None
+        except KeyboardInterrupt:  # Ctrl-C (main thread only): stop every script still running, pass it on
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C must not cut this short
+            try:
+                for run in running.values():
+                    run.runner.stop() if isinstance(run.runner, ForkServer) else run.runner.kill()
+                for run in running.values():
+                    run.runner.wait() if not isinstance(run.runner, ForkServer) else None
+            finally:
+                signal.signal(signal.SIGINT, previous)
             raise
-        finally:
-            signal.signal(signal.SIGINT, handler)
     return results
 
 
@@ -591,14 +605,14 @@ def _collect(jobs, running, results, events, timeout, on_result):
     except queue.Empty:
         pass
     for job_id, run in running.items():
-        if not isinstance(run.runner, ForkServer) and run.runner.poll() is not None:
-            ended.append((job_id, run.runner.returncode))
-    for job_id, code in ended:
+        if not isinstance(run.runner, ForkServer) and (ended_now := _ended(run.runner)):
+            ended.append((job_id, *ended_now))
+    for job_id, *how in ended:
         if isinstance(job_id, ForkServer):  # a server that died took its running children with it
             for lost in [j for j, run in running.items() if run.runner is job_id]:
-                _finish(lost, running, results, -1, on_result, note="the fork server ended unexpectedly\n")
+                _finish(lost, running, results, -1, None, on_result, note="the fork server ended unexpectedly\n")
         elif job_id in running:
-            _finish(job_id, running, results, code, on_result)
+            _finish(job_id, running, results, *how, on_result)
     now = time.monotonic()
     for job_id, run in running.items():
         if not run.killed and now - run.start > (jobs[run.index].timeout or timeout):
@@ -606,13 +620,22 @@ def _collect(jobs, running, results, events, timeout, on_result):
             run.killed = True
 
 
-def _finish(job_id, running, results, code, on_result, note=""):
+def _ended(process):
+    """(exit code, CPU seconds) of a fresh run's process if it has ended, else None."""
+    if not hasattr(os, "wait4"):  # Windows: no CPU time to be had
+        return None if process.poll() is None else (process.returncode, None)
+    pid, status, usage = os.wait4(process.pid, os.WNOHANG)
+    if pid == 0:
+        return None
+    process.returncode = os.waitstatus_to_exitcode(status)
+    return process.returncode, usage.ru_utime + usage.ru_stime
+
+
+def _finish(job_id, running, results, code, cpu, on_result, note=""):
     run = running.pop(job_id)
-    if not isinstance(run.runner, ForkServer):
-        run.runner.wait()
     out, err, records = run.files
     results[run.index] = Result(None if run.killed else code, _read(out), _read(err) + note,
-                                time.monotonic() - run.start, _read_records(records))
+                                time.monotonic() - run.start, _read_records(records), cpu)
     if on_result:
         on_result(run.index, results[run.index])
 

@@ -1,18 +1,197 @@
-"""Shared fixtures: every lesson script is run once per test session, through run_all."""
+"""Shared fixtures, and the lesson runs every test module reads, run once for the session.
+
+A test module declares each run of a lesson script it reads, at import time:
+
+    LAST_STATE = lesson_run("week1/09_bottleneck_experiment", "--look-back", "last")
+
+and a test that reads runs says so, then waits for just those:
+
+    @pytest.mark.reads(LAST_STATE)
+    def test_it(runs):
+        out = runs[LAST_STATE].stdout
+
+(a test asking for `outputs` reads every script's default run, the check's own). Once
+pytest knows which tests it will run, the runs they read start together in a background
+thread, through run_all's own scheduler: forked from a warm server (one per kernel
+setting), as many at once as there are CPUs, the slowest first. The tests that read no run
+go first, while the runs do, so both CPUs stay busy. A run that several tests read (a
+training at its defaults, or at a flip setting) runs once.
+"""
+import argparse
+import atexit
 import importlib.util
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
+import torch
 
 import run_all
 
 SCRIPTS = run_all.discover()
+SCRATCH = Path(tempfile.mkdtemp(prefix="lesson-tests-"))  # figures and folders the declared runs write to
+atexit.register(shutil.rmtree, SCRATCH, ignore_errors=True)
+TIMINGS = run_all.ROOT / "build" / "test_run_seconds.json"  # CPU seconds each run took last time: slowest first
+# The pytest process itself runs one thread of torch, so that its tests and the runs beside
+# it share the two CPUs instead of fighting over them (every lesson prints the same bytes on
+# one thread: tests/test_portability.py).
+torch.set_num_threads(1)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One run a test reads: a script (by name) or another file, its arguments, and the
+    rest of run_all.Job (settings and environment as sorted pairs, so a Run is hashable)."""
+    name: str
+    argv: tuple = ()
+    setting: tuple = ()
+    env: tuple = ()
+    fresh: bool = False
+    cwd: str | None = None
+    timeout: float = 600.0
+    window: bool = False  # needs a display: a real window opens
+    path: str | None = None  # a file other than the script itself (a wrapper that runs it)
+
+    def job(self, display=None):
+        env = dict(self.env)
+        if self.window:
+            env.update({"DISPLAY": display, "MPLBACKEND": None, "WAYLAND_DISPLAY": None})
+        return run_all.Job(Path(self.path) if self.path else SCRIPTS[self.name], self.argv, env, dict(self.setting),
+                           self.fresh, Path(self.cwd) if self.cwd else None, self.timeout)
+
+    def __str__(self):
+        parts = [self.name, *self.argv] + [f"{k}={v}" for k, v in self.setting + self.env]
+        return " ".join(parts + ["(fresh)"] * self.fresh + ["(window)"] * self.window)
+
+
+def lesson_run(name, *argv, setting=None, env=None, fresh=False, cwd=None, timeout=600.0, window=False, path=None):
+    """Declare a run of lesson `name` (or of `path`, a wrapper given the script) for the session."""
+    return Run(name, tuple(str(a) for a in argv), tuple(sorted((setting or {}).items())),
+               tuple(sorted((env or {}).items())), fresh, None if cwd is None else str(cwd), timeout, window,
+               None if path is None else str(path))
+
+
+DEFAULT_RUNS = {name: lesson_run(name) for name in SCRIPTS}  # the check's own runs
+
+
+class SharedRuns:
+    """The declared runs of this session: started together, read one by one as each ends."""
+
+    def __init__(self):
+        self.results, self.ended, self.problem = {}, {}, None
+
+    def start(self, wanted, display):
+        if not wanted:
+            return
+        try:
+            seconds = json.loads(TIMINGS.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            seconds = {}
+        order = sorted(wanted, key=lambda run: (str(run) in seconds, -seconds.get(str(run), 0), str(run)))
+        for run in order:
+            self.ended[run] = threading.Event()
+        skipped = [run for run in order if run.window and display is None]
+        for run in skipped:
+            self.ended[run].set()  # read as None: the test skips
+        order = [run for run in order if run not in skipped]
+        threading.Thread(target=self._run, args=(order, display, seconds), daemon=True).start()
+
+    def _run(self, order, display, seconds):
+        def ended(i, result):
+            self.results[order[i]] = result
+            self.ended[order[i]].set()
+
+        try:
+            run_all.run_scripts([run.job(display) for run in order], on_result=ended)
+            seconds.update({str(run): round(self.results[run].cpu or self.results[run].seconds, 2) for run in order})
+            TIMINGS.parent.mkdir(parents=True, exist_ok=True)
+            TIMINGS.write_text(json.dumps(seconds, indent=0, sort_keys=True), encoding="utf-8")
+        except BaseException as error:  # every test waiting for a run must hear of it
+            self.problem = error
+            for event in self.ended.values():
+                event.set()
+
+    def __getitem__(self, run):
+        if run not in self.ended:
+            raise KeyError(f"{run} is not read by this test: add it to the test's @pytest.mark.reads(...)")
+        self.ended[run].wait()
+        if self.problem is not None:
+            raise RuntimeError(f"the shared runs stopped: {self.problem!r}")
+        result = self.results.get(run)
+        if result is None:
+            pytest.skip("no display and no Xvfb to make one")
+        return result
+
+
+SHARED = SharedRuns()
+_display = {}
+
+
+def virtual_display():
+    """A display for windows: this session's own, or a virtual one (Xvfb) started for the
+    tests and stopped at the end; None if neither can be had."""
+    if "name" not in _display:
+        _display["name"] = os.environ.get("DISPLAY") or None
+        if _display["name"] is None and shutil.which("Xvfb") and sys.platform.startswith("linux"):
+            number = 90 + os.getpid() % 900
+            server = subprocess.Popen(["Xvfb", f":{number}", "-screen", "0", "1280x800x24", "-nolisten", "tcp"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            atexit.register(server.terminate)
+            deadline = time.monotonic() + 10
+            while not Path(f"/tmp/.X11-unix/X{number}").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            _display["name"] = f":{number}" if server.poll() is None else None
+    return _display["name"]
+
+
+def reads(item):
+    """The runs a collected test reads."""
+    wanted = {run for marker in item.iter_markers("reads") for run in marker.args}
+    if "outputs" in getattr(item, "fixturenames", ()):
+        wanted |= set(DEFAULT_RUNS.values())
+    return wanted
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "reads(*runs): the declared lesson runs this test reads (conftest.py)")
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """Tests that read runs go last: the others run while the runs do."""
+    items[:] = [item for item in items if not reads(item)] + [item for item in items if reads(item)]
+
+
+def pytest_collection_finish(session):
+    if session.config.option.collectonly:
+        return
+    wanted = set().union(*map(reads, session.items)) if session.items else set()
+    SHARED.start(wanted, virtual_display() if any(run.window for run in wanted) else None)
+
+
+@pytest.fixture(scope="session")
+def runs():
+    """The declared runs: runs[run] is run_all.Result, once that run has ended."""
+    return SHARED
+
+
+class _Outputs:
+    def __getitem__(self, name):
+        return SHARED[DEFAULT_RUNS[name]]
 
 
 @pytest.fixture(scope="session")
 def outputs():
-    """{name: run_all.Result} for one default run of every script (forked, like make check)."""
-    results = run_all.run_scripts([(path, []) for path in SCRIPTS.values()])
-    return dict(zip(SCRIPTS, results, strict=True))
+    """{name: run_all.Result} for the default run of every script (forked, like make check)."""
+    return _Outputs()
 
 
 def load_script(name):
@@ -24,12 +203,45 @@ def load_script(name):
     return module
 
 
+class _Parsed(Exception):
+    """Raised in place of parse_args, carrying the parser a lesson's main() built."""
+
+
+def lesson_parser(name):
+    """The argparse parser of one lesson: its main() runs up to parse_args, and stops there."""
+    def stop(parser, *args, **kwargs):
+        raise _Parsed(parser)
+
+    module = load_script(name)
+    saved_parse, saved_argv = argparse.ArgumentParser.parse_args, sys.argv
+    argparse.ArgumentParser.parse_args, sys.argv = stop, [str(SCRIPTS[name])]
+    try:
+        module.main()
+    except _Parsed as parsed:
+        return parsed.args[0]
+    finally:
+        argparse.ArgumentParser.parse_args, sys.argv = saved_parse, saved_argv
+    raise AssertionError(f"{name}'s main() never parsed its arguments")
+
+
+def try_it_commands(help_text, path):
+    """The argument lists of the "Try it" commands in a --help text (whole commands, each
+    naming the script)."""
+    lines = help_text.split("Try it:", 1)[1].splitlines()
+    commands = [shlex.split(line) for line in lines if path.name in line]
+    return [words[[i for i, w in enumerate(words) if w.endswith(path.name)][0] + 1:] for words in commands]
+
+
+PARSERS = {name: lesson_parser(name) for name in SCRIPTS}
+# Every "Try it" suggestion of every script, as --help prints it: a declared run each.
+TRY_ITS = {name: [lesson_run(name, *argv) for argv in try_it_commands(PARSERS[name].format_help(), SCRIPTS[name])]
+           for name in SCRIPTS}
+
+
 def run_on_a_terminal(argv, cwd, env):
     """Run argv with its stderr on a pseudo-terminal (as a learner's terminal), stdout piped.
     Returns (exit status, stdout, all the bytes the terminal received)."""
-    import os
     import pty
-    import subprocess
 
     leader, follower = pty.openpty()
     process = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=follower, text=True)

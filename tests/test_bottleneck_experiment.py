@@ -5,7 +5,6 @@ training can be watched. (Its output is the same bytes under other kernel settin
 tests/test_portability.py runs the whole check under each.)"""
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
@@ -13,7 +12,7 @@ import pytest
 import torch
 
 import run_all
-from tests.conftest import SCRIPTS, load_script, run_on_a_terminal
+from tests.conftest import PARSERS, SCRIPTS, lesson_run, load_script, run_on_a_terminal
 
 NAME = "week1/09_bottleneck_experiment"
 FALLS = "Verdict (section 1): fixed-context falls from above 0.90 to below 0.60 as rows grow"
@@ -29,17 +28,23 @@ def lesson():
     return load_script(NAME)
 
 
-@pytest.fixture(scope="module")
-def rigged():
-    """The experiment at the defaults with the exact numbers, and rigged each way:
-    attention that may see only the last encoder state; rows short enough for the one
-    note; a note twice as wide."""
-    argv = {"defaults": ["--table"], "last state only": ["--look-back", "last"],
-            "short rows": ["--max-len", "8", "--table"], "twice as wide": ["--hidden", "96", "--table"]}
-    results = run_all.run_scripts([(SCRIPTS[NAME], args) for args in argv.values()])
-    for result in results:
+# The experiment at the defaults with the exact numbers, and rigged each way: attention that
+# may see only the last encoder state; rows short enough for the one note; a note twice as
+# wide. (The same runs as its "Try it" suggestions: each runs once a session.)
+RIGGED = {"defaults": lesson_run(NAME, "--table"), "last state only": lesson_run(NAME, "--look-back", "last"),
+          "short rows": lesson_run(NAME, "--max-len", "8", "--table"),
+          "twice as wide": lesson_run(NAME, "--hidden", "96", "--table")}
+
+
+@pytest.fixture
+def rigged(runs):
+    results = {case: runs[run] for case, run in RIGGED.items()}
+    for result in results.values():
         assert result.returncode == 0, result.stderr
-    return {name: result.stdout for name, result in zip(argv, results, strict=True)}
+    return {case: result.stdout for case, result in results.items()}
+
+
+reads_rigged = pytest.mark.reads(*RIGGED.values())
 
 
 def table(out):
@@ -141,18 +146,21 @@ def test_rows_sum_to_1_is_stated_as_a_fact_with_the_sums(outputs):
     assert "sums to 1 (to 6 decimals): yes" not in out
 
 
+@reads_rigged
 def test_attention_restricted_to_the_last_state_loses_its_advantage(rigged):
     out = rigged["last state only"]
     assert NO_HOLD in out and NOT_ALIGNED in out
     assert FALLS in out  # the fixed-context model is untouched by the rig
 
 
+@reads_rigged
 def test_rows_short_enough_for_the_note_do_not_fall_off(rigged):
     out = rigged["short rows"]
     assert NO_FALL in out and "NOT THE PAGE'S PICTURE at these settings" in out
     assert HOLDS in out
 
 
+@reads_rigged
 def test_a_wider_note_helps_on_long_rows_but_slowly(lesson, rigged):
     """Width alone (same rows, same length, same steps): twice the numbers in c lift the
     fixed-context model's long rows, yet leave them far below the attention model's."""
@@ -165,6 +173,7 @@ def test_a_wider_note_helps_on_long_rows_but_slowly(lesson, rigged):
     assert wide_long < narrow_summary["attention"][1] - 0.2  # measured: 0.57 to 0.63 against 0.96 to 0.99
 
 
+@reads_rigged
 @pytest.mark.parametrize("case", ["defaults", "short rows", "twice as wide"])
 def test_bands_agree_with_the_exact_table(lesson, rigged, case):
     lines = rigged[case].splitlines()
@@ -219,6 +228,7 @@ def test_default_run_leaves_the_committed_figure_alone(outputs):
     assert outputs[NAME].stderr == ""  # no progress display when stderr is not a terminal
 
 
+@reads_rigged
 def test_table_alone_saves_the_figure_as_a_default_run_does(rigged):
     """--table changes only what is printed, so the figure is the default run's."""
     assert rigged["defaults"].splitlines()[-1] == "saved build/figures/week1/bottleneck_accuracy_by_length.png"
@@ -228,8 +238,7 @@ def test_table_alone_saves_the_figure_as_a_default_run_does(rigged):
 def test_every_size_range_runs_at_its_ends_with_the_other_flags_at_their_defaults(lesson):
     """--help's ranges tell the truth: each end of each sized flag's range, with the other
     flags at their defaults, is within the limit (so it runs, not refused)."""
-    result = subprocess.run([sys.executable, str(SCRIPTS[NAME]), "--help"], capture_output=True, text=True)
-    help_text = " ".join(result.stdout.split())
+    help_text = " ".join(PARSERS[NAME].format_help().split())
     for flag, key in (("--hidden", "hidden"), ("--max-len", "max_len"), ("--steps", "steps")):
         found = re.search(rf"{flag} [A-Z_]+ .*?\(([\d,]+)\.\.([\d,]+); default (\d+)\)", help_text)
         lo, hi, default = (int(number.replace(",", "")) for number in found.groups())
@@ -238,10 +247,13 @@ def test_every_size_range_runs_at_its_ends_with_the_other_flags_at_their_default
             assert lesson.work({**lesson.DEFAULTS, key: end}) <= lesson.WORK_LIMIT, (flag, end)
 
 
-def test_too_much_training_is_a_usage_error_naming_only_what_lowers_it():
-    jobs = [(SCRIPTS[NAME], argv) for argv in (["--steps", "1000", "--max-len", "32"],
-                                               ["--steps", "1000", "--max-len", "8", "--hidden", "96"])]
-    first, second = run_all.run_scripts(jobs)
+TOO_MUCH = [lesson_run(NAME, "--steps", "1000", "--max-len", "32"),
+            lesson_run(NAME, "--steps", "1000", "--max-len", "8", "--hidden", "96")]
+
+
+@pytest.mark.reads(*TOO_MUCH)
+def test_too_much_training_is_a_usage_error_naming_only_what_lowers_it(runs):
+    first, second = (runs[run] for run in TOO_MUCH)
     for result in (first, second):
         assert result.returncode == 2 and result.stdout == ""
         assert "the limit is 20,000" in result.stderr.splitlines()[-1]

@@ -1,10 +1,8 @@
 """Every script explains itself with --help; every "Try it" suggestion works as printed and
 leaves the committed files alone; a bad value, or sizes too big to run, is a one-line
 usage error."""
-import argparse
 import math
 import re
-import shlex
 import subprocess
 import sys
 
@@ -13,7 +11,7 @@ from common.cli import _Range
 import pytest
 
 import run_all
-from tests.conftest import SCRIPTS, load_script
+from tests.conftest import PARSERS, SCRIPTS, TRY_ITS, lesson_run, try_it_commands
 
 # One bad command line per script; a new script needs an entry here.
 BAD_ARGS = {
@@ -70,56 +68,55 @@ TOO_BIG = {
 }
 
 
-def try_it_commands(help_text, path):
-    """The argument lists of the "Try it" commands printed by --help."""
-    lines = help_text.split("Try it:", 1)[1].splitlines()
-    commands = [shlex.split(line) for line in lines if path.name in line]
-    return [words[[i for i, w in enumerate(words) if w.endswith(path.name)][0] + 1:] for words in commands]
-
-
 def git_status():
     try:
         return subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=run_all.ROOT,
                               capture_output=True, text=True, check=True).stdout
     except (OSError, subprocess.CalledProcessError):
-        pytest.skip("not a git checkout")
+        return None
 
 
-@pytest.fixture(scope="module")
-def runs():
-    jobs = [(path, ["--help"]) for path in SCRIPTS.values()]
-    jobs += [(path, BAD_ARGS.get(name, ["--no-such-flag"])) for name, path in SCRIPTS.items()]
-    jobs += [(path, ["--no-such-flag"]) for path in SCRIPTS.values()]
-    results = run_all.run_scripts(jobs)
-    n = len(SCRIPTS)
-    return {name: (results[i], results[n + i], results[2 * n + i]) for i, name in enumerate(SCRIPTS)}
+GIT_STATUS_BEFORE = git_status()  # taken at import, before any declared run has started
+HELP = {name: lesson_run(name, "--help") for name in SCRIPTS}
+BAD = {name: lesson_run(name, *BAD_ARGS.get(name, ["--no-such-flag"])) for name in SCRIPTS}
+UNKNOWN = {name: lesson_run(name, "--no-such-flag") for name in SCRIPTS}
+ALL_TRY_ITS = [run for runs in TRY_ITS.values() for run in runs]
 
 
 def test_every_script_has_a_bad_value_case():
     assert set(BAD_ARGS) == set(SCRIPTS)
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(HELP[name])) for name in SCRIPTS])
 def test_help_says_what_to_try(runs, name):
-    help_run = runs[name][0]
+    help_run = runs[HELP[name]]
     assert help_run.returncode == 0, help_run.stderr
     assert "usage:" in help_run.stdout and "Try it:" in help_run.stdout
-    assert try_it_commands(help_run.stdout, SCRIPTS[name]), "no runnable suggestion after 'Try it:'"
+    assert try_it_commands(help_run.stdout, SCRIPTS[name]) == [list(run.argv) for run in TRY_ITS[name]], \
+        "the suggestions --help prints are not the ones this session runs"
+    assert TRY_ITS[name], "no runnable suggestion after 'Try it:'"
 
 
-def test_every_try_it_suggestion_works_and_leaves_the_committed_files_alone(runs):
-    jobs = [(SCRIPTS[name], argv) for name in SCRIPTS
-            for argv in try_it_commands(runs[name][0].stdout, SCRIPTS[name])]
-    before = git_status()
-    for (path, argv), result in zip(jobs, run_all.run_scripts(jobs), strict=True):
-        assert result.returncode == 0, f"{path.name} {shlex.join(argv)}:\n{result.stderr[-1500:]}"
-    assert git_status() == before, "a run with non-default knobs rewrote a committed file"
+@pytest.mark.parametrize("run", [pytest.param(run, marks=pytest.mark.reads(run), id=str(run)) for run in ALL_TRY_ITS])
+def test_every_try_it_suggestion_works(runs, run):
+    result = runs[run]
+    assert result.returncode == 0, f"{run}:\n{result.stderr[-1500:]}"
 
 
-@pytest.mark.parametrize("name", SCRIPTS)
+@pytest.mark.reads(*ALL_TRY_ITS)
+def test_no_try_it_suggestion_rewrites_a_committed_file(runs):
+    for run in ALL_TRY_ITS:
+        runs[run]  # every one has ended
+    if GIT_STATUS_BEFORE is None:
+        pytest.skip("not a git checkout")
+    assert git_status() == GIT_STATUS_BEFORE, "a run with non-default knobs rewrote a committed file"
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(BAD[name], UNKNOWN[name]))
+                                  for name in SCRIPTS])
 @pytest.mark.parametrize("case", [1, 2], ids=["bad value", "unknown flag"])
 def test_bad_argument_is_a_one_line_usage_error(runs, name, case):
-    result = runs[name][case]
+    result = runs[(BAD if case == 1 else UNKNOWN)[name]]
     assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -128,16 +125,21 @@ def test_bad_argument_is_a_one_line_usage_error(runs, name, case):
         assert lines[0].endswith("unrecognized arguments: --no-such-flag (--help lists every flag and its range)")
 
 
-def test_sizes_too_big_to_run_are_refused_before_they_start():
-    jobs = [(SCRIPTS[name], argv) for name, argv in TOO_BIG.items()]
-    for (path, argv), result in zip(jobs, run_all.run_scripts(jobs, timeout=30), strict=True):
-        assert result.returncode == 2, f"{path.name} {shlex.join(argv)} was not refused"
+TOO_BIG_RUNS = [lesson_run(name, *argv, timeout=30) for name, argv in TOO_BIG.items()]
+
+
+@pytest.mark.reads(*TOO_BIG_RUNS)
+def test_sizes_too_big_to_run_are_refused_before_they_start(runs):
+    for run in TOO_BIG_RUNS:
+        result = runs[run]
+        assert result.returncode == 2, f"{run} was not refused"
         lines = result.stderr.strip().splitlines()
         assert len(lines) == 1 and "the limit is" in lines[0], result.stderr
 
 
+@pytest.mark.reads(HELP["week1/01_attention_from_scratch"])
 def test_help_shows_every_flags_range_and_default(runs):
-    help_text = runs["week1/01_attention_from_scratch"][0].stdout
+    help_text = runs[HELP["week1/01_attention_from_scratch"]].stdout
     assert "--seed SEED      seed of the NumPy generator (0..4,294,967,295; default 42)" in help_text
     assert "--tokens TOKENS  T, words per sentence (1..512; default 3)" in help_text
 
@@ -154,67 +156,44 @@ def test_a_python_without_the_packages_gets_one_line_on_how_to_set_up(tmp_path):
 
 # ---------------------------------------------------------------- every range in --help runs at both ends
 
-class _Parsed(Exception):
-    """Raised in place of parse_args, carrying the parser a lesson's main() built."""
-
-
-def lesson_parser_of(name, monkeypatch):
-    """The argparse parser of one lesson: its main() runs up to parse_args, and stops there."""
-    def stop(parser, *args, **kwargs):
-        raise _Parsed(parser)
-
-    module = load_script(name)
-    monkeypatch.setattr(argparse.ArgumentParser, "parse_args", stop)
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name])])
-    with pytest.raises(_Parsed) as parsed:
-        module.main()
-    monkeypatch.undo()
-    return parsed.value.args[0]
-
-
 def range_ends(parser):
     """[(the flag's action, argv)] for the two ends of every flag whose type is a range, or
     whose values are choices (the first and the last). An open end (x < 4) is tried just
     below it; a list flag gets the end added to its default list; a flag of two values gets
-    the choice twice."""
+    the choice twice. An end that is the flag's default is left out: the default run (the
+    check's own) is that run."""
     for action in parser._actions:
         if action.choices and action.option_strings:
             for choice in dict.fromkeys([list(action.choices)[0], list(action.choices)[-1]]):
-                yield action, [action.option_strings[-1], *[str(choice)] * (action.nargs or 1)]
+                if choice != action.default:
+                    yield action, [action.option_strings[-1], *[str(choice)] * (action.nargs or 1)]
         if not isinstance(action.type, _Range):
             continue
         kind, lo, hi = action.type.kind, action.type.lo, action.type.hi
         if action.type.hi_open:
             hi = math.nextafter(hi, lo)
         for end in (lo, hi):
+            if end == action.default and action.nargs != "+":
+                continue
             value = str(end) if kind is int else repr(float(end))
             values = [*map(str, action.default), value] if action.nargs == "+" else [value]
             yield action, [action.option_strings[-1], *values]
 
 
-STARTED = 3.0  # seconds: a run still going by then has long passed its argument checks (milliseconds)
+RANGE_ENDS = [(name, action, lesson_run(name, *argv)) for name in SCRIPTS for action, argv in range_ends(PARSERS[name])]
 
 
-def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(monkeypatch):
-    """For every flag of every script: each end of the range --help shows (each choice), with
-    the other flags at their defaults, is accepted and runs: it ends with status 0, or is
-    still running after STARTED seconds (a training at --steps 3000 is not waited for, so a
-    crash late in such a run is not seen here); or it is refused by a limit shared with
-    other flags, and then the flag's help names one of those flags."""
-    cases = [(name, action, argv) for name in SCRIPTS
-             for action, argv in range_ends(lesson_parser_of(name, monkeypatch))]
-    results = run_all.run_scripts([(SCRIPTS[name], argv) for name, _, argv in cases], timeout=STARTED)
-    problems = []
-    for (name, action, argv), result in zip(cases, results, strict=True):
-        command = f"{name} {shlex.join(argv)}"
-        if result.returncode in (0, None):
-            continue
-        if result.returncode != 2:
-            problems.append(f"{command}: exit status {result.returncode}: {result.stderr[-300:]}")
-        else:
-            refusal = result.stderr.strip().splitlines()[-1]
-            others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(action.option_strings)
-            if not any(other in (action.help or "") for other in others):
-                problems.append(f"{command}: refused ({refusal}), and the help of {argv[0]} names none of "
-                                f"{sorted(others) or 'the other flags'}")
-    assert not problems, "\n".join(problems)
+@pytest.mark.parametrize(("name", "action", "run"), [pytest.param(*case, marks=pytest.mark.reads(case[2]),
+                                                                  id=str(case[2])) for case in RANGE_ENDS])
+def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(runs, name, action, run):
+    """Each end of the range --help shows for each flag of each script (each choice), with
+    the other flags at their defaults, runs to its end with status 0; or it is refused by a
+    limit shared with other flags, and then the flag's help names one of those flags."""
+    result = runs[run]
+    if result.returncode == 0:
+        return
+    assert result.returncode == 2, f"{run}: exit status {result.returncode}: {result.stderr[-600:]}"
+    refusal = result.stderr.strip().splitlines()[-1]
+    others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(action.option_strings)
+    assert any(other in (action.help or "") for other in others), \
+        f"{run}: refused ({refusal}), and the help of {run.argv[0]} names none of {sorted(others) or 'the other flags'}"

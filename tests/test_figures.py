@@ -12,7 +12,7 @@ import pytest
 from matplotlib.testing.compare import compare_images
 
 import run_all
-from tests.conftest import SCRIPTS
+from tests.conftest import SCRATCH, lesson_run
 
 FIGURES = {
     "week1/10_slow_chain_path_length": "week1/figures/slow_chain.png",
@@ -24,13 +24,8 @@ FIGURES = {
 }
 
 
-@pytest.fixture(scope="module")
-def regenerated(tmp_path_factory):
-    out = tmp_path_factory.mktemp("figures")
-    jobs = [(SCRIPTS[name], ["--figure", str(out / f"{name.split('/')[1]}.png")]) for name in FIGURES]
-    results = run_all.run_scripts(jobs)
-    return {name: (result, out / f"{name.split('/')[1]}.png")
-            for name, result in zip(FIGURES, results, strict=True)}
+REGENERATED = {name: (lesson_run(name, "--figure", SCRATCH / f"{name.split('/')[1]}.png"),
+                       SCRATCH / f"{name.split('/')[1]}.png") for name in FIGURES}
 
 
 def committed_png(relative, tmp_path):
@@ -48,9 +43,11 @@ def committed_png(relative, tmp_path):
 
 @pytest.mark.skipif(not matplotlib.__version__.startswith("3.11."),
                     reason="the committed PNGs were drawn by the pinned matplotlib 3.11")
-@pytest.mark.parametrize("name", FIGURES)
-def test_figure_matches_committed_png(regenerated, name, tmp_path):
-    result, png = regenerated[name]
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(REGENERATED[name][0]))
+                                  for name in FIGURES])
+def test_figure_matches_committed_png(runs, name, tmp_path):
+    run, png = REGENERATED[name]
+    result = runs[run]
     assert result.returncode == 0, result.stderr
     committed = committed_png(FIGURES[name], tmp_path)
     assert committed.exists(), f"{FIGURES[name]} is not in the repo"
@@ -84,11 +81,14 @@ def test_where_a_default_run_saves_and_how_it_names_the_file(tmp_path, monkeypat
     assert path.read_bytes().startswith(b"\x89PNG")
 
 
-def test_an_unwritable_figure_path_is_a_usage_error(tmp_path):
-    (tmp_path / "file").write_text("")
-    bad = [str(tmp_path / "figure.jpg"), str(tmp_path / "file" / "inside.png")]
-    jobs = [(SCRIPTS[name], ["--figure", path]) for name in FIGURES for path in bad]
-    for result in run_all.run_scripts(jobs):
+(SCRATCH / "a file").write_text("")
+UNWRITABLE = [lesson_run(name, "--figure", path) for name in FIGURES
+              for path in (SCRATCH / "figure.jpg", SCRATCH / "a file" / "inside.png")]
+
+
+@pytest.mark.reads(*UNWRITABLE)
+def test_an_unwritable_figure_path_is_a_usage_error(runs):
+    for result in map(runs.__getitem__, UNWRITABLE):
         assert result.returncode == 2 and result.stdout == ""
         assert "error: argument --figure" in result.stderr and "Traceback" not in result.stderr
 

@@ -8,10 +8,7 @@ function for that setting, so a window that stopped redrawing, or drew something
 fails."""
 import os
 import re
-import shutil
-import subprocess
 import sys
-import time
 
 import common.live as live
 from common import OUTPUT_ROOT
@@ -21,7 +18,7 @@ import numpy as np
 import pytest
 
 import run_all
-from tests.conftest import SCRIPTS, load_script
+from tests.conftest import SCRATCH, SCRIPTS, lesson_run, load_script
 from tests.test_figures import FIGURES
 
 LIVE = [name for name, path in SCRIPTS.items() if "add_live(" in path.read_text(encoding="utf-8")]
@@ -50,36 +47,40 @@ def test_at_least_ten_lessons_go_live():
     assert len(LIVE) >= 10, LIVE
 
 
-# Runs a lesson without --live and says whether matplotlib was imported.
-LOADS_MATPLOTLIB = """
+# Runs a lesson (its path the first argument) without --live, in a fresh interpreter, and
+# says whether matplotlib was imported.
+LOADS_MATPLOTLIB = SCRATCH / "loads_matplotlib.py"
+LOADS_MATPLOTLIB.write_text("""
 import contextlib, io, runpy, sys
+sys.path.insert(0, %r)
 sys.argv = sys.argv[1:]
 with contextlib.redirect_stdout(io.StringIO()):
     runpy.run_path(sys.argv[0], run_name="__main__")
 print("matplotlib" in sys.modules)
-"""
+""" % str(run_all.ROOT))
+MATPLOTLIB_LOADED = {name: lesson_run(name, SCRIPTS[name], path=LOADS_MATPLOTLIB, fresh=True) for name in
+                     ("week1/02_dot_product_variance", "week2/05_label_smoothing", "week2/06_warmup_schedule")}
 
 
 @pytest.mark.parametrize("name", ["week1/02_dot_product_variance", "week2/05_label_smoothing"])
-def test_a_lesson_without_a_figure_loads_no_matplotlib_unless_live(name, tmp_path):
+@pytest.mark.reads(*MATPLOTLIB_LOADED.values())
+def test_a_lesson_without_a_figure_loads_no_matplotlib_unless_live(runs, name):
     """matplotlib costs about a second to import; a lesson that draws nothing at its defaults
-    imports it only for its window. (week2/06 draws a figure, saved under tmp_path: it does.)"""
-    env = {**os.environ, "PYTHONPATH": str(run_all.ROOT), OUTPUT_ROOT: str(tmp_path)}
-    runs = [subprocess.run([sys.executable, "-c", LOADS_MATPLOTLIB, str(SCRIPTS[lesson])], env=env,
-                           capture_output=True, text=True, timeout=120)
-            for lesson in (name, "week2/06_warmup_schedule")]
-    assert [run.stdout.split()[-1] for run in runs] == ["False", "True"], [run.stderr[-500:] for run in runs]
+    imports it only for its window. (week2/06 draws a figure, saved under the check's folder: it does.)"""
+    results = [runs[MATPLOTLIB_LOADED[lesson]] for lesson in (name, "week2/06_warmup_schedule")]
+    assert [run.stdout.split()[-1] for run in results] == ["False", "True"], [run.stderr[-500:] for run in results]
 
 
 # ---------------------------------------------------------------- week1/02: the d_k slider
 
-def test_the_d_k_window_counts_its_own_widths_in_the_size_limit():
+MANY_PAIRS = [lesson_run("week1/02_dot_product_variance", "--pairs", "100000", *extra) for extra in ((), ("--live",))]
+
+
+@pytest.mark.reads(*MANY_PAIRS)
+def test_the_d_k_window_counts_its_own_widths_in_the_size_limit(runs):
     """The window computes every width of its slider (up to 1024) for --pairs pairs: a size
     the printed run alone could afford (--d-k up to 256) is refused with --live."""
-    path = SCRIPTS["week1/02_dot_product_variance"]
-    alone, live = (subprocess.run([sys.executable, str(path), "--pairs", "100000", *extra], capture_output=True,
-                                  text=True, timeout=120, env={**os.environ, "MPLBACKEND": "Agg"})
-                   for extra in ((), ("--live",)))
+    alone, live = map(runs.__getitem__, MANY_PAIRS)
     assert alone.returncode == 0 and "--pairs" not in alone.stderr
     assert live.returncode == 2 and live.stderr.strip().endswith("the limit is 32,000,000 (about 256 MB): "
                                                                  "lower one of --pairs")
@@ -106,11 +107,13 @@ def test_dot_product_variance_slider_draws_the_printed_variances(monkeypatch, ca
 
 # ---------------------------------------------------------------- no window: one line, status 2
 
-@pytest.mark.parametrize("name", LIVE)
-def test_without_a_display_live_says_so_in_one_line(name):
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "MPLBACKEND")}
-    result = subprocess.run([sys.executable, str(SCRIPTS[name]), "--live"], env=env, capture_output=True,
-                            text=True, timeout=300)
+NO_DISPLAY = {name: lesson_run(name, "--live", env={"DISPLAY": None, "WAYLAND_DISPLAY": None, "MPLBACKEND": None})
+              for name in LIVE}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(NO_DISPLAY[name])) for name in LIVE])
+def test_without_a_display_live_says_so_in_one_line(runs, name):
+    result = runs[NO_DISPLAY[name]]
     if sys.platform.startswith("linux"):
         assert result.returncode == 2 and result.stdout == ""
         assert result.stderr.count("\n") == 1 and "--live cannot open a window here" in result.stderr
@@ -119,28 +122,15 @@ def test_without_a_display_live_says_so_in_one_line(name):
 
 # ---------------------------------------------------------------- a real window, where one can open
 
-@pytest.fixture(scope="module")
-def display():
-    """A display: the one this session has, or a virtual one (Xvfb) started for these tests."""
-    if os.environ.get("DISPLAY"):
-        yield os.environ["DISPLAY"]
-        return
-    if not shutil.which("Xvfb"):
-        pytest.skip("no display and no Xvfb to make one")
-    server = subprocess.Popen(["Xvfb", ":97", "-screen", "0", "1280x800x24"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL)
-    time.sleep(1)
-    yield ":97"
-    server.terminate()
-    server.wait()
-
-
 UNTRAINED_FIGURES = set(FIGURES.values())  # drawn from fixed numbers: the same bytes on one machine
 
 
-# Runs the lesson with --live, closing its windows one second after show() opens them.
-CLOSE_SOON = """
+# Runs the lesson (its path the first argument) with --live, closing its windows one second
+# after show() opens them.
+CLOSE_SOON = SCRATCH / "close_soon.py"
+CLOSE_SOON.write_text(f"""
 import runpy, sys
+sys.path.insert(0, {str(run_all.ROOT)!r})
 import common.live as live
 from common.figures import plt
 show = live.show
@@ -157,24 +147,29 @@ def show_briefly(build, *args):
 live.show = show_briefly
 sys.argv = [sys.argv[1], "--live"]
 runpy.run_path(sys.argv[0], run_name="__main__")
-"""
+""")
+WINDOW_FOLDERS = {name: SCRATCH / "windows" / name for name in LIVE}
+WINDOWS = {}
+for name, folder in WINDOW_FOLDERS.items():
+    folder.mkdir(parents=True)
+    # a real window (on this session's display, or on Xvfb), figures saved as the check saves them,
+    # under a scratch folder
+    WINDOWS[name] = lesson_run(name, SCRIPTS[name], path=CLOSE_SOON, window=True, cwd=folder,
+                               env={OUTPUT_ROOT: str(folder)})
 
 
-@pytest.mark.parametrize("name", LIVE)
-def test_the_window_opens_after_the_printed_lines_and_closing_it_ends_the_run(display, name, outputs, tmp_path):
-    """The printed lines are those of the run without --live (figures saved as the check saves
-    them, under a scratch folder); then the window; closing it ends the script with status 0."""
-    env = {**{k: v for k, v in os.environ.items() if k != "MPLBACKEND"}, "DISPLAY": display,
-           "PYTHONPATH": str(run_all.ROOT), OUTPUT_ROOT: str(tmp_path)}
-    result = subprocess.run([sys.executable, "-c", CLOSE_SOON, str(SCRIPTS[name])], env=env, cwd=tmp_path,
-                            capture_output=True, text=True, timeout=600)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(WINDOWS[name])) for name in LIVE])
+def test_the_window_opens_after_the_printed_lines_and_closing_it_ends_the_run(runs, name, outputs):
+    """The printed lines are those of the run without --live; then the window; closing it
+    ends the script with status 0."""
+    result = runs[WINDOWS[name]]
     assert result.returncode == 0, result.stderr[-2000:]
     assert run_all.outputs_match(outputs[name].stdout, result.stdout)
     # The figure it saved is the one the run without --live saves, byte for byte (the
     # window's larger text stays in the window). Trained models' figures may differ by a
     # pixel with the thread count, so those are left to their own tests.
-    for png in tmp_path.rglob("*.png"):
-        relative = png.relative_to(tmp_path)
+    for png in WINDOW_FOLDERS[name].rglob("*.png"):
+        relative = png.relative_to(WINDOW_FOLDERS[name])
         if relative.as_posix() in UNTRAINED_FIGURES:
             assert png.read_bytes() == (run_all.check_folder() / relative).read_bytes(), relative
 

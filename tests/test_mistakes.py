@@ -16,8 +16,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import run_all
-from tests.conftest import SCRIPTS, load_script
+from tests.conftest import load_script
 
 W1, W2 = load_script("week1/08_mistakes_shown"), load_script("week2/11_mistakes_shown")
 F64 = torch.float64
@@ -170,10 +169,9 @@ def test_the_shift_alone_does_not_stop_the_leak_without_the_mask():
 NAMES = {"week1": "week1/08_mistakes_shown", "week2": "week2/11_mistakes_shown"}
 
 
-@pytest.fixture(scope="module")
-def runs():
-    results = run_all.run_scripts([(SCRIPTS[name], []) for name in NAMES.values()])
-    return dict(zip(NAMES, results, strict=True))
+@pytest.fixture
+def runs(outputs):
+    return {week: outputs[name] for week, name in NAMES.items()}
 
 
 @pytest.mark.parametrize("week", NAMES)

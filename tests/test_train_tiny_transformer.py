@@ -2,12 +2,7 @@
 decoder layers, label smoothing, the schedule, Adam), its generation loop against one parallel
 pass, the data its figure shows, its verdicts (the loss floor, the mask) in the cases that must
 flip them, and its output under the kernel settings that change training trajectories."""
-import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 
-from common import OUTPUT_ROOT
 
 import numpy as np
 import pytest
@@ -16,14 +11,18 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import SCRIPTS, load_script
+from tests.conftest import DEFAULT_RUNS, SCRATCH, lesson_run, load_script
+from tests.test_portability import RUNS as PORTABILITY_RUNS
 
 NAME = "week2/12_train_tiny_transformer"
-# The kernel settings that give other training trajectories on the same CPU (and no setting).
-SETTINGS = {"none": {}, "scalar kernels": {"ATEN_CPU_CAPABILITY": "default"},
-            "MKL compatible": {"MKL_CBWR": "COMPATIBLE"},
-            "MKL AVX2, scalar kernels": {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "default"},
-            "one thread": {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}}
+# The kernel settings that give other training trajectories on the same CPU (and no setting):
+# the very runs tests/test_portability.py holds to the golden files, read here once more.
+SETTINGS = {"none": DEFAULT_RUNS[NAME], **{setting: run for (setting, name), run in PORTABILITY_RUNS.items()
+                                           if name == NAME}}
+NO_MASK = lesson_run(NAME, "--no-mask", "--figure", SCRATCH / "cheat.png")
+# --table changes only what is printed: the default figure is still saved (under the
+# check's folder, as a default run's)
+TABLE = lesson_run(NAME, "--table")
 
 
 @pytest.fixture(scope="module")
@@ -49,24 +48,6 @@ def reverse_model(tt):
     return train(tt, "reverse")
 
 
-def run(argv, env):
-    """The script in a fresh interpreter (kernel settings are read when torch is imported)."""
-    result = subprocess.run([sys.executable, str(SCRIPTS[NAME]), *argv], capture_output=True, text=True,
-                            env={**os.environ, **run_all.FIXED_ENV, **env}, timeout=300)
-    return result
-
-
-@pytest.fixture(scope="module")
-def runs(tmp_path_factory):
-    """A default run under each setting, a --no-mask run and a --table run: all at once, one per CPU."""
-    jobs = {name: ([], env) for name, env in SETTINGS.items()}
-    jobs["--no-mask"] = (["--no-mask", "--figure", str(tmp_path_factory.mktemp("figure") / "cheat.png")], {})
-    # --table changes only what is printed: the default figure is still saved (here under a
-    # scratch root, as under the check)
-    jobs["--table"] = (["--table"], {OUTPUT_ROOT: str(tmp_path_factory.mktemp("output_root"))})
-    with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        futures = {name: pool.submit(run, argv, env) for name, (argv, env) in jobs.items()}
-    return {name: future.result() for name, future in futures.items()}
 
 
 # ---------------------------------------------------------------- the pieces against torch's
@@ -396,18 +377,20 @@ def test_copy_task_learns_the_diagonal(tt):
 
 # ---------------------------------------------------------------- the script's output
 
+@pytest.mark.reads(*SETTINGS.values())
 def test_output_is_the_same_under_every_kernel_setting(runs):
     golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
-    for name in SETTINGS:
-        result = runs[name]
+    for name, run in SETTINGS.items():
+        result = runs[run]
         assert result.returncode == 0, f"{name}: {result.stderr}"
         assert result.stdout == golden, f"{name}:\n" + run_all.unified_diff(golden, result.stdout, NAME)
         assert result.stderr == ""  # no progress display when stderr is not a terminal
 
 
+@pytest.mark.reads(TABLE)
 def test_table_adds_exact_numbers_and_keeps_the_default_figure(runs):
     golden = run_all.golden_path(NAME).read_text(encoding="utf-8").splitlines()
-    result = runs["--table"]
+    result = runs[TABLE]
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line for line in lines if not line.startswith("  exact: ")][:-1] == golden[:-1]
@@ -415,9 +398,10 @@ def test_table_adds_exact_numbers_and_keeps_the_default_figure(runs):
     assert lines[-1].startswith("saved ") and lines[-1].endswith("tiny_transformer_cross_attention.png")
 
 
+@pytest.mark.reads(DEFAULT_RUNS[NAME], NO_MASK)
 def test_no_mask_flips_the_mask_verdict(runs):
-    masked, cheat = runs["none"].stdout.splitlines(), runs["--no-mask"].stdout.splitlines()
-    assert runs["--no-mask"].returncode == 0, runs["--no-mask"].stderr
+    masked, cheat = runs[DEFAULT_RUNS[NAME]].stdout.splitlines(), runs[NO_MASK].stdout.splitlines()
+    assert runs[NO_MASK].returncode == 0, runs[NO_MASK].stderr
     verdict = [line for line in masked if line.startswith("Verdict:")]
     assert verdict == ["Verdict: as the page says: with the future hidden, training teaches what generation needs"]
     flipped = [line for line in cheat if line.startswith("Verdict:")]
