@@ -25,8 +25,9 @@ _collecting = []  # the lists of `collected()` blocks now open
 
 
 def outcome(holds):
-    """True: the check upholds the page; False: it contradicts it; None: not tested here."""
-    return UPHOLDS if holds is True else CONTRADICTS if holds is False else NOT_TESTED
+    """True: the check upholds the page; False: it contradicts it; None: not tested here
+    (NumPy's and torch's booleans count as what they say)."""
+    return NOT_TESTED if holds is None else UPHOLDS if bool(holds) else CONTRADICTS
 
 
 def _plain(value):

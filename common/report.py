@@ -1,11 +1,15 @@
 """Bookkeeping for the scripts that hold the pages to account: the worked examples
 (computed value next to the page's value) and the "Mistakes people make" experiments
-(a belief, one measurement run in two worlds, a computed verdict). Prints as it goes;
-finish() gives the exit status."""
+(a belief, one measurement run in two worlds, a computed verdict). Prints as it goes, and
+hands run_all a record of each value, belief and bullet (common/records.py), named by its
+section and label, or by the belief or bullet itself; finish() gives the exit status."""
 import re
 import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
+
+from common.records import CONTRADICTS as RECORD_CONTRADICTS
+from common.records import NOT_TESTED, UPHOLDS, record
 
 WIDTH = 100  # a belief's lines are wrapped to this many characters
 
@@ -62,8 +66,10 @@ class Ledger:
     def __init__(self):
         self.agree, self.disagree, self.known_page_errors, self.not_computed = 0, 0, 0, 0
         self.upheld, self.contradicted, self.undecided, self.untestable = 0, 0, 0, 0
+        self.title = ""  # the section the values recorded now belong to
 
     def section(self, title):
+        self.title = title
         print(f"\n{title}")
 
     def two_worlds(self, title, real_things):
@@ -77,21 +83,25 @@ class Ledger:
         """Print the computed value at the page's precision beside the page's value.
         page_error: why the page's value is known to be wrong (shown, not counted as a failure)."""
         shown = like(value, page)
+        threshold = f"equal to the page's {page} at its precision"
         if shown == page:
             self.agree += 1
-            mark = "agree"
+            mark, outcome = "agree", UPHOLDS
         elif page_error:
             self.known_page_errors += 1
-            mark = f"PAGE DIFFERS ({page_error})"
+            mark, outcome = f"PAGE DIFFERS ({page_error})", NOT_TESTED
+            threshold = f"the page's {page} is known to be wrong: {page_error}"
         else:
             self.disagree += 1
-            mark = "DISAGREE"
+            mark, outcome = "DISAGREE", RECORD_CONTRADICTS
         print(f"  {what}: computed {shown}; page {page}; {mark}")
+        record(f"{self.title}: {what}", shown, threshold, outcome)
 
     def skip(self, what, why):
         """A page answer this run cannot compute: say why instead of printing the answer."""
         self.not_computed += 1
         print(f"  {what}: not computed: {why}")
+        record(f"{self.title}: {what}", why=why)
 
     def belief(self, number, belief, experiment, page_world, belief_world):
         """One "Mistakes people make" bullet: the belief, the experiment, what the same
@@ -108,6 +118,9 @@ class Ledger:
             self.contradicted += 1
         else:
             self.undecided += 1
+        record(f"belief: {belief}", f"page's world as the page says: {page_found.as_page}; belief's world as the "
+               f"page says: {belief_found.as_page}", "the page's world behaves as the page says and the belief's "
+               "world does not", {AS_THE_PAGE_SAYS: UPHOLDS, CONTRADICTS: RECORD_CONTRADICTS}.get(said, NOT_TESTED))
         print(f"\n{number}. Belief: {belief}")
         for line in (f"Experiment: {experiment}", f"Page's world ({page_label}): {page_found.seen}",
                      f"Belief's world ({belief_label}): {belief_found.seen}", f"Verdict: {said}"):
@@ -117,6 +130,7 @@ class Ledger:
         """A bullet no computation here can settle: say so, and why."""
         self.untestable += 1
         print(_wrapped(f"- \"{bullet}\": {why}", "  ", "    "))
+        record(f"bullet: {bullet}", why=why)
 
     def finish(self):
         """Print the summary line; return 1 if anything disagreed with the page (or an

@@ -24,6 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
 from common.maths import softmax
+from common.records import check
 
 import numpy as np
 import torch
@@ -60,7 +61,9 @@ def main():
 
     out, weights = attention(Q, K, V)  # out [B, h, T, d_k], weights [B, h, T, T]
     row_sums = weights.sum(axis=-1)
-    print(f"attention shape={out.shape}; row-sum range={row_sums.min():.6f}..{row_sums.max():.6f}")
+    check("every softmax row sums to 1", f"attention shape={out.shape}; row-sum range={row_sums.min():.6f}.."
+          f"{row_sums.max():.6f}", np.abs(row_sums - 1).max() < 1e-6, value=np.abs(row_sums - 1).max(),
+          threshold="every row within 1e-6 of 1")
     print(f"  (output Z = A V is [B, h, T, d_k] = [{B}, {h}, {T}, {d_k}]; each row of the "
           "weights A adds up to 1, smallest and largest shown)")
 

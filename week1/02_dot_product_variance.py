@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
 from common.live import View, add_live, add_slider, need_window, show
+from common.records import outcome, record
 
 import numpy as np
 
@@ -90,10 +91,18 @@ def main():
     rng = np.random.default_rng(args.seed)
     print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
           "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
+    # "near 1": within 5 standard errors of a variance measured on this many pairs (q.k of
+    # width 1 has kurtosis 9, so its variance's relative error is sqrt(8 / pairs); wider is less)
+    near = 5 * (8 / args.pairs) ** 0.5
+    scaled = []
     for d_k in args.d_k:
         var = dot_products(rng, args.pairs, d_k).var()
         scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k
+        scaled.append(scaled_var)
         print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
+    gap = max(abs(v - 1) for v in scaled)
+    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap, f"every |scaled_var - 1| under {near:.3f}",
+           outcome(gap < near))
     # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
     # so softmax sees scores of the same spread whatever the head width.
     if args.live:

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.records import check
 
 import torch
 import torch.nn as nn
@@ -79,7 +80,9 @@ def main():
 
     out, heads, concat = multi_head_attention(x, mha)
     print(f"input [B,T,d_model]=[{','.join(map(str, x.shape))}]")
-    print(f"heads [B,h,T,d_k]=[{','.join(map(str, heads.shape))}]; concat={list(concat.shape)}")
+    check("the heads concatenate back to d_model", f"heads [B,h,T,d_k]=[{','.join(map(str, heads.shape))}]; "
+          f"concat={list(concat.shape)}", list(concat.shape) == list(x.shape), value=str(list(concat.shape)),
+          threshold=f"= the input's shape {list(x.shape)}")
     print(f"  ({args.heads} heads, each reading {heads.shape[-1]} of the {args.d_model} numbers per word; "
           f"glued side by side they are {concat.shape[-1]} wide again)")
     print(f"max |manual - torch.nn.MultiheadAttention|={(out - reference).abs().max().item():.8f}")

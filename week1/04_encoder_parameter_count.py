@@ -19,6 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range, lesson_parser
 from common.printing import n_params
+from common.records import check
 
 import torch.nn as nn
 
@@ -53,20 +54,28 @@ def main():
     layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
     counted = n_params(layer)
     print(f"MHA formula={mha:,}; FFN formula={ffn:,}; two LayerNorms={norms:,}")
-    print(f"encoder-layer formula={total:,}; torch count={counted:,}; equal={total == counted}")
+    check("the formula counts torch's encoder layer", f"encoder-layer formula={total:,}; torch count={counted:,}; "
+          f"equal={total == counted}", total == counted, value=counted, threshold=f"= {total:,}, 4d^2 + 2df + f + 9d")
     if (d, f) == (512, 2048):  # the shorthand is about the paper's base layer only
         print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
               "original paper's base layer count is approximate.")
     other_h = 1 if h != 1 else d  # compare with one wide head, or (for h = 1) with d heads of width 1
     other = n_params(nn.TransformerEncoderLayer(d, other_h, f, device="meta"))
-    print(f"heads: h={h} (each head {d // h} wide) counts {counted:,}; h={other_h} (each head "
-          f"{d // other_h} wide) counts {other:,}; same: {counted == other}")
+    check("the head count is not in the count", f"heads: h={h} (each head {d // h} wide) counts {counted:,}; "
+          f"h={other_h} (each head {d // other_h} wide) counts {other:,}; same: {counted == other}",
+          counted == other, value=other, threshold=f"= {counted:,}, the count with h={h}")
     print("  (h heads of width d/h still make d x d numbers per projection, so h is not in the formula)")
 
     stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
-    print(f"{args.layers} layers={n_params(stack):,}; {args.layers} x {total:,}={args.layers * total:,}; "
-          f"equal={n_params(stack) == args.layers * total} (every layer has its own weights)")
-    print(f"FFN / MHA={ffn / mha:.2f} (the FFN holds {ffn / mha:.2f} times as many numbers as attention)")
+    check("every layer has its own weights", f"{args.layers} layers={n_params(stack):,}; {args.layers} x "
+          f"{total:,}={args.layers * total:,}; equal={n_params(stack) == args.layers * total} (every layer has its "
+          "own weights)", n_params(stack) == args.layers * total, value=n_params(stack),
+          threshold=f"= {args.layers} x {total:,}")
+    # The page's "about twice" is about the paper's shape, f = 4d; other shapes do not test it.
+    ratio = ffn / mha
+    check("the FFN holds about twice attention's numbers", f"FFN / MHA={ratio:.2f} (the FFN holds {ratio:.2f} times as "
+          "many numbers as attention)", 1.9 <= ratio <= 2.1 if f == 4 * d else None, value=ratio,
+          threshold="between 1.9 and 2.1 where f = 4d")
     # The FFN, each token's private "brain", holds about twice the numbers of attention.
 
 

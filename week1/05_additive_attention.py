@@ -21,6 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
 from common.maths import softmax
+from common.records import check
 
 import numpy as np
 
@@ -59,7 +60,8 @@ def main():
 
     e, alpha, c = additive_attention(s, H, W_a, U_a, v_a)
     print(f"alignment scores={np.array2string(e, precision=3)}")
-    print(f"alpha={np.array2string(alpha, precision=3)}; sum={alpha.sum():.6f}")
+    check("the weights sum to 1", f"alpha={np.array2string(alpha, precision=3)}; sum={alpha.sum():.6f}",
+          abs(alpha.sum() - 1) < 1e-6, value=alpha.sum(), threshold="within 1e-6 of 1")
     print(f"context={np.array2string(c, precision=3)}")
     print(f"  (one score e and one weight alpha per source word; the context is {d} numbers, "
           "like each encoder state)")

@@ -30,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import SEED, int_range, lesson_parser
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import n_params, vec
+from common.records import check
 
 import numpy as np
 import torch
@@ -200,14 +201,20 @@ def main():
                   "(row = word, column = the word it looks at):")
             for word, values in zip(WORDS, head.tolist(), strict=True):
                 print(f"  {word:<4}{vec(values)}")
-        sums = weights.sum(-1)
-        print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
-              f"weight on future words: {weights.triu(diagonal=1).sum().item()}")
-        print(f"'sat' row changed by attention: {not torch.equal(x[0, -1], mixed[0, -1])}")
+        sums, future = weights.sum(-1), weights.triu(diagonal=1).sum().item()
+        check("each row sums to 1, none of it on future words", f"each row's sum: smallest {sums.min().item():.6f}, "
+              f"largest {sums.max().item():.6f}; weight on future words: {future}",
+              (sums - 1).abs().max().item() < 1e-6 and future == 0, value=(sums - 1).abs().max().item(),
+              threshold="every row within 1e-6 of 1; future weight exactly 0")
+        changed = not torch.equal(x[0, -1], mixed[0, -1])
+        check("attention rewrites the sat row", f"'sat' row changed by attention: {changed}", changed,
+              value=changed, threshold="the row after x + attention differs from x")
 
         pre, post = block(x), post_norm(block, x)
-        print(f"pre-norm block output [{grid(pre)}]; post-norm layer output [{grid(post)}]; "
-              f"same values: {torch.allclose(pre, post)}")
+        same = torch.allclose(pre, post)
+        check("pre-norm and post-norm are different wirings", f"pre-norm block output [{grid(pre)}]; post-norm layer "
+              f"output [{grid(post)}]; same values: {same}", not same, value=same,
+              threshold="the two outputs differ (torch.allclose)")
         print("three checks that the block is what it says (0 = the same numbers, up to rounding):")
         print(f"max |the stages above, last one - block(x)|="
               f"{(grids['x + FFN = block output'] - pre).abs().max().item():.8f}")
@@ -218,8 +225,10 @@ def main():
                   f"{(mine - theirs).abs().max().item():.8f}")
 
     formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
-    print(f"parameters: ELI5 block={n_params(block):,}; torch layer={n_params(torch_layer):,}; "
-          f"Week 1 formula 4d^2+2df+f+9d={formula:,}")
+    check("the block holds the Week 1 formula's numbers", f"parameters: ELI5 block={n_params(block):,}; torch "
+          f"layer={n_params(torch_layer):,}; Week 1 formula 4d^2+2df+f+9d={formula:,}",
+          n_params(block) == n_params(torch_layer) == formula, value=n_params(block),
+          threshold=f"= {formula:,}, and torch's layer the same")
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
           "original paper = post-norm (after each residual addition)")
     if args.live:
