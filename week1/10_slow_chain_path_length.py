@@ -48,6 +48,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import SEED, at_defaults, check_size, float_range, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
+from common.records import check, outcome, record
 
 import torch
 
@@ -190,7 +191,9 @@ def main():
     chain = all(r[0] == length for length, r in zip(Ts, rnn, strict=True)) and all(a[0] == 1 for a in att)
     print("\nClaim: the RNN needs T steps one after another, attention 1 (path length O(T) vs O(1)).")
     miss = "CONTRADICTS THE PAGE" if at_defaults(parser, args) else "NOT THE PAGE'S PICTURE at these settings"
-    print("Verdict: as the page says" if chain else f"Verdict: {miss}")
+    check("the RNN's path is T steps long, attention's 1", "Verdict: as the page says" if chain else f"Verdict: {miss}",
+          chain, value=f"RNN {[r[0] for r in rnn]}, attention {[a[0] for a in att]}",
+          threshold="RNN steps = T at every T; attention steps = 1")
     fades = rnn[-1][1] < FADED * rnn[0][1]
     direct = all(1 / FACTOR <= a[2] <= FACTOR for a in att)
     print("Claim: along the RNN's chain word 1's signal fades; through attention word 1 counts like any word.")
@@ -198,6 +201,11 @@ def main():
           f"(it fades if that is below {FADED:g})")
     print(f"  attention: word 1 / average word {min(a[2] for a in att):.2f}..{max(a[2] for a in att):.2f} "
           f"over all T (like any word if within a factor {FACTOR} of 1)")
+    record("along the RNN word 1 fades", rnn[-1][1] / rnn[0][1], f"below {FADED:g} of its size at T={Ts[0]}",
+           outcome(fades))
+    shares = [a[2] for a in att]
+    record("through attention word 1 counts like any word", f"{min(shares):.2f}..{max(shares):.2f}",
+           f"within a factor {FACTOR} of the average word at every T", outcome(direct))
     print("Verdict: as the page says" if fades and direct else
           f"Verdict: {miss} (RNN fades: {fades}; attention direct: {direct})")
     # Attention's size falls only like 1/T because T words share its weights; the RNN's

@@ -43,6 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import SEED, at_defaults, check_size, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
 from common.live import View, add_live, add_slider, need_window, show
+from common.records import check
 
 import numpy as np
 import torch
@@ -211,16 +212,21 @@ def main():
           + ("(not one-hot yet, for it to turn)" if grows else f"(already one-hot: above {ONE_HOT:g})"))
     print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
           f"gradient {g:.3f} (vanished if below {VANISHED:g})")
+    saturates = f"not one-hot at the narrowest width, above {ONE_HOT:g} and gradient below {VANISHED:g} at the widest"
     if wide < WIDE:  # "as d_k grows": a narrow head is not expected to be one-hot yet
-        print(f"Verdict: not tested at these widths: the page says this happens as d_k grows, and it is judged "
-              f"at d_k={WIDE} (add {WIDE} to --d-k)")
+        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
+              f"widths: the page says this happens as d_k grows, and it is judged at d_k={WIDE} (add {WIDE} to "
+              "--d-k)", None, value=w, threshold=saturates)
     elif not grows and not at_defaults(parser, args):
-        print(f"Verdict: not tested at these widths: already one-hot at d_k={narrow}, so nothing turns (add a "
-              f"narrow width such as 4 to --d-k)")
+        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
+              f"widths: already one-hot at d_k={narrow}, so nothing turns (add a narrow width such as 4 to --d-k)",
+              None, value=w, threshold=saturates)
     else:
-        print("Verdict: as the page says" if grows and one_hot and vanished else
+        check("unscaled, the softmax turns one-hot and its gradient vanishes",
+              "Verdict: as the page says" if grows and one_hot and vanished else
               f"Verdict: CONTRADICTS THE PAGE (not one-hot at d_k={narrow}: {grows}; nearly one-hot at "
-              f"d_k={wide}: {one_hot}; gradient nearly gone: {vanished})")
+              f"d_k={wide}: {one_hot}; gradient nearly gone: {vanished})", grows and one_hot and vanished,
+              value=f"largest weight {w_narrow:.3f} -> {w:.3f}, gradient {g:.3f}", threshold=saturates)
 
     rows = results["scaled"]
     w_wide = rows[-1][0]
@@ -232,8 +238,11 @@ def main():
     print(f"  largest weight {w_lo:.3f}..{w_hi:.3f} (healthy if below {ONE_HOT:g} and within {STEADY:.0%} "
           f"of d_k={wide}'s {w_wide:.3f}: the same spread at every width)")
     print(f"  gradient at least {g_lo:.3f} (healthy if {VANISHED:g} or more)")
-    print("Verdict: as the page says" if healthy and steady else
-          f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})")
+    check("scaled, the softmax stays healthy at every width", "Verdict: as the page says" if healthy and steady else
+          f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})",
+          healthy and steady, value=f"largest weight {w_lo:.3f}..{w_hi:.3f}, gradient at least {g_lo:.3f}",
+          threshold=f"largest weight below {ONE_HOT:g} and within {STEADY:.0%} of the widest's; gradient "
+          f"{VANISHED:g} or more")
     # The scores' spread grows like sqrt(d_k); dividing by sqrt(d_k) gives the softmax the
     # same spread at every width, so it neither saturates nor stops passing gradient back.
 

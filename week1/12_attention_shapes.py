@@ -25,6 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.records import check
 
 import numpy as np
 import torch
@@ -81,7 +82,8 @@ def main():
     for name, (formula, _) in page.items():
         print(f"  {name} {formula:<15} = {str(shapes[name]):<16} {how[name]}")
     rows = out["A"].sum(dim=-1)
-    print(f"  every row of A sums to 1: {rows.min().item():.6f}..{rows.max().item():.6f}")
+    check("every row of A sums to 1", f"  every row of A sums to 1: {rows.min().item():.6f}..{rows.max().item():.6f}",
+          (rows - 1).abs().max().item() < 1e-6, value=(rows - 1).abs().max().item(), threshold="within 1e-6 of 1")
 
     Q, K, V = out["Q"], out["K"], out["V"]
     reference = F.scaled_dot_product_attention(Q, K, V)  # torch's own attention, [B, T, d_v]
@@ -93,12 +95,13 @@ def main():
 
     as_page = all(shapes[name] == expected for name, (_, expected) in page.items())
     print("\nClaim: Q, K are [B, T, d_k], V is [B, T, d_v], A is [B, T, T], Z = A V is [B, T, d_v].")
-    if as_page and gap <= SAME:
-        print("Verdict: as the page says (every shape above, and Z is what torch computes)")
-    else:
-        wrong = [name for name, (_, expected) in page.items() if shapes[name] != expected]
-        print(f"Verdict: CONTRADICTS THE PAGE (shapes not as the page says: {', '.join(wrong) or 'none'}; "
-              f"Z differs from torch's answer: {gap > SAME})")
+    wrong = [name for name, (_, expected) in page.items() if shapes[name] != expected]
+    check("the shapes are the page's, and Z is torch's attention",
+          "Verdict: as the page says (every shape above, and Z is what torch computes)" if as_page and gap <= SAME
+          else f"Verdict: CONTRADICTS THE PAGE (shapes not as the page says: {', '.join(wrong) or 'none'}; "
+          f"Z differs from torch's answer: {gap > SAME})", as_page and gap <= SAME,
+          value=f"shapes off: {', '.join(wrong) or 'none'}; max |Z - SDPA| {gap:.2g}",
+          threshold=f"every shape as the page writes it; max |Z - SDPA| at most {SAME:g}")
     # A never depends on d_k or d_v: it is T x T, one weight per pair of words. That is why
     # attention costs grow with T^2 (section 7), whatever the head width.
 

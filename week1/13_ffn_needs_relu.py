@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.records import check
 
 import torch
 import torch.nn as nn
@@ -103,13 +104,16 @@ def main():
     linear, relu = WORLDS
     collapses = gap[linear] <= SAME and miss[linear] <= SAME
     print("\nClaim: without the ReLU, two linear layers are one linear layer (W = W_1 W_2 reproduces them).")
-    print("Verdict: as the page says" if collapses else
-          f"Verdict: CONTRADICTS THE PAGE (x W + b is off by {gap[linear]:.6f})")
+    check("without the ReLU the FFN is one linear layer", "Verdict: as the page says" if collapses else
+          f"Verdict: CONTRADICTS THE PAGE (x W + b is off by {gap[linear]:.6f})", collapses,
+          value=f"off by {gap[linear]:.2g}, best linear miss {miss[linear]:.3f}",
+          threshold=f"both at most {SAME:g}")
     bends = miss[relu] > MISSES
     print(f"Claim: with the ReLU, no single linear map reproduces the FFN (the best one misses by more "
           f"than {MISSES:g}).")
-    print("Verdict: as the page says" if bends else
-          f"Verdict: CONTRADICTS THE PAGE (a linear map comes within {miss[relu]:.3f})")
+    check("with the ReLU no linear map reproduces the FFN", "Verdict: as the page says" if bends else
+          f"Verdict: CONTRADICTS THE PAGE (a linear map comes within {miss[relu]:.3f})", bends, value=miss[relu],
+          threshold=f"the best linear map misses by more than {MISSES:g}")
     # The ReLU bends the map: it zeroes each hidden number below 0 and keeps the rest, so
     # the FFN can treat different inputs differently; a stack of linear maps cannot.
 

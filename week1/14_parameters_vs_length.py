@@ -32,6 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
 from common.printing import n_params
+from common.records import check
 
 import torch
 import torch.nn as nn
@@ -174,11 +175,14 @@ def main():
           f"activations at T={short} and {share[long]:.0%} at T={long})")
     print(f"  output Y: {list(outputs[short].shape)} and {list(outputs[long].shape)}: one vector of d numbers "
           "per word")
-    print(f"max |by hand - torch layer| ({short} words)={gap:.8f}")
+    print(f"max |by hand - torch layer on {short} words|={gap:.8f}")
 
     formulas_ok = all(by_formula == by_torch for _, by_formula, by_torch, _ in counts.values())
     print("\nClaim: weights only 4d^2 + 2df; fully counted (as PyTorch) 4d^2 + 2df + f + 9d.")
-    print("Verdict: as the page says" if formulas_ok else "Verdict: CONTRADICTS THE PAGE (a count differs)")
+    check("both counting formulas give torch's counts", "Verdict: as the page says" if formulas_ok else
+          "Verdict: CONTRADICTS THE PAGE (a count differs)", formulas_ok,
+          value="; ".join(f"{by_formula:,} vs {by_torch:,}" for _, by_formula, by_torch, _ in counts.values()),
+          threshold="each formula's count = torch's")
     by_hand = gap <= SAME
     pairs = [name for name, shape in SHAPES.items() if shape.endswith("T, T]")]  # one number per pair of words
     quadratic = all(acts[long][n].numel() * short ** 2 == acts[short][n].numel() * long ** 2 for n in pairs)
@@ -186,9 +190,13 @@ def main():
                  for n in SHAPES if n not in pairs)
     print(f"Claim: length changes activations, not parameters; the scores grow like T^2 "
           f"({times(long, short)} words: scores {times(long ** 2, short ** 2)}, the rest {times(long, short)}).")
-    print("Verdict: as the page says" if same_weights and by_hand and quadratic and linear else
+    holds = same_weights and by_hand and quadratic and linear
+    check("length changes activations, not parameters; scores grow like T^2", "Verdict: as the page says" if holds else
           f"Verdict: CONTRADICTS THE PAGE (the same weights: {same_weights}; by hand = torch's layer: {by_hand}; "
-          f"scores like T^2: {quadratic}; the rest like T: {linear})")
+          f"scores like T^2: {quadratic}; the rest like T: {linear})", holds,
+          value=f"same weights {same_weights}; by hand {gap:.2g}; T^2 {quadratic}; T {linear}",
+          threshold=f"the same weights at both lengths; by hand = torch's layer within {SAME:g}; scores x (T "
+          "ratio)^2, the rest x (T ratio)")
     # The weights are shared by every position, so one set serves any length; the scores
     # hold one number per pair of words per head, so they are what long sentences fill up.
 
