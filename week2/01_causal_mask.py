@@ -24,6 +24,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import View, add_live, add_slider, need_window, show
 from common.maths import softmax
 from common.printing import vec
+from common.records import check, outcome, record
 
 import numpy as np
 import torch
@@ -147,21 +148,27 @@ def main():
     mask = causal_mask(T)
     print(f"causal mask for T={T} (1 = blocked):")
     print(np.array2string(mask, separator=", "))
-    print(f"blocked cells={mask.sum()} = T(T-1)/2 = {T * (T - 1) // 2}; "
-          f"diagonal blocked={bool(mask.diagonal().any())}")
+    check("the mask blocks T(T-1)/2 cells, and not the diagonal", f"blocked cells={mask.sum()} = T(T-1)/2 = "
+          f"{T * (T - 1) // 2}; diagonal blocked={bool(mask.diagonal().any())}",
+          mask.sum() == T * (T - 1) // 2 and not mask.diagonal().any(), value=int(mask.sum()),
+          threshold=f"= {T * (T - 1) // 2}, the diagonal open")
 
     weights = masked_weights(scores, mask)  # [T, T]
     print("weights after masking the scores (rows = queries, columns = keys):")
     for i in range(T):
         print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
-    print(f"summed future weight={weights[mask == 1].sum()}")
+    record("every row's weights sum to 1", np.abs(weights.sum(axis=1) - 1).max(), "every row within 1e-9 of 1",
+           outcome(np.abs(weights.sum(axis=1) - 1).max() < 1e-9))
+    check("the future gets exactly zero weight", f"summed future weight={weights[mask == 1].sum()}",
+          weights[mask == 1].sum() == 0, value=weights[mask == 1].sum(), threshold="exactly 0")
     print("  (all the weight on blocked cells, added up: exactly zero, because exp(-inf) = 0)")
 
     # The same with torch's own pieces: the mask nn.Transformer builds, and torch's softmax.
     torch_mask = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)  # -inf = blocked
     torch_weights = torch.softmax(torch.from_numpy(scores) + torch_mask, dim=-1).numpy()
-    print(f"torch's generate_square_subsequent_mask blocks the same cells: "
-          f"{bool(((torch_mask == -np.inf).numpy() == (mask == 1)).all())}")
+    same = bool(((torch_mask == -np.inf).numpy() == (mask == 1)).all())
+    check("torch's own causal mask blocks the same cells", f"torch's generate_square_subsequent_mask blocks the same "
+          f"cells: {same}", same, value=same, threshold="the same cells blocked")
     print(f"max |these weights - torch softmax(scores + torch's mask)|={np.abs(weights - torch_weights).max():.8f}")
 
     # The wrong way: leave the scores alone and zero the future *values* instead. The
@@ -169,8 +176,10 @@ def main():
     unmasked = softmax(scores, axis=-1)
     i = min(1, T - 1)
     visible = unmasked[i, : i + 1]
-    print(f"zeroing future values instead, row {i + 1} visible weights={vec(visible)}; "
-          f"sum={visible.sum():.4f} (masked: {vec(weights[i, : i + 1])}; sum={weights[i].sum():.4f})")
+    check("zeroing future values instead shrinks the visible weights", f"zeroing future values instead, row {i + 1} "
+          f"visible weights={vec(visible)}; sum={visible.sum():.4f} (masked: {vec(weights[i, : i + 1])}; "
+          f"sum={weights[i].sum():.4f})", visible.sum() < 1 - 1e-9 if T > 1 else None, value=visible.sum(),
+          threshold="the visible weights sum to less than 1")
     # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
     # the same two words get less, and the missing share is simply lost.
 

@@ -18,6 +18,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.records import check
 
 import torch
 import torch.nn as nn
@@ -53,12 +54,17 @@ def main():
     print(f"  ({B} sentence pairs, {S} source words, {T} target words, {d} numbers per word, {h} heads)")
     print(f"decoder states (queries)      {list(decoder_states.shape)}")
     print(f"encoder output (keys, values) {list(memory.shape)}")
-    print(f"attention weights, all heads  {list(weights.shape)} = [B, h, T, S]")
+    check("rows come from the queries, columns from the keys", f"attention weights, all heads  "
+          f"{list(weights.shape)} = [B, h, T, S]", list(weights.shape) == [B, h, T, S], value=str(list(weights.shape)),
+          threshold=f"= [B, h, T, S] = {[B, h, T, S]}")
     print(f"output                        {list(out.shape)}")
     row_sums = weights.sum(-1)
-    print(f"each row (one target word) sums to 1 over the {S} source words: "
-          f"{row_sums.min().item():.6f}..{row_sums.max().item():.6f}")
-    print(f"no causal mask over the source: smallest weight > 0: {bool((weights > 0).all())}")
+    check("each row sums to 1 over the source words", f"each row (one target word) sums to 1 over the {S} source "
+          f"words: {row_sums.min().item():.6f}..{row_sums.max().item():.6f}", (row_sums - 1).abs().max().item() < 1e-6,
+          value=(row_sums - 1).abs().max().item(), threshold="every row within 1e-6 of 1")
+    check("no causal mask over the source", f"no causal mask over the source: smallest weight > 0: "
+          f"{bool((weights > 0).all())}", bool((weights > 0).all()), value=weights.min().item(),
+          threshold="every weight above 0")
     # Rows come from the queries (target), columns from the keys (source): T x S per head.
 
     # Padding is the one thing hidden in the source: pretend the last source word of
@@ -68,9 +74,11 @@ def main():
         padding[0, -1] = True
         _, padded = cross(decoder_states, memory, memory, key_padding_mask=padding,
                           average_attn_weights=False)
-        print(f"with the last source word of item 1 marked as padding: its weight="
-              f"{padded[0, :, :, -1].abs().max().item()}; rows still sum to "
-              f"{padded.sum(-1).min().item():.6f}..{padded.sum(-1).max().item():.6f}")
+        hidden, sums = padded[0, :, :, -1].abs().max().item(), padded.sum(-1)
+        check("source padding gets no weight, rows still sum to 1", f"with the last source word of item 1 marked as "
+              f"padding: its weight={hidden}; rows still sum to {sums.min().item():.6f}..{sums.max().item():.6f}",
+              hidden == 0 and (sums - 1).abs().max().item() < 1e-6, value=hidden,
+              threshold="the padding's weight exactly 0; rows within 1e-6 of 1")
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import check_size, int_range, lesson_parser
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
+from common.records import check
 
 import numpy as np
 import torch
@@ -142,10 +143,13 @@ def main():
     print(f"the page's hand-check, d=4 (whatever --d-model is): omega={vec(omega)}; PE(0)={vec(small[0])}; "
           f"PE(1)={vec(small[1])}")
 
-    print(f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "
-          f"(min {pe.min():.4f}, max {pe.max():.4f})")
+    check("every entry lies in [-1, 1]", f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "
+          f"(min {pe.min():.4f}, max {pe.max():.4f})", (np.abs(pe) <= 1).all(), value=np.abs(pe).max(),
+          threshold="every |entry| at most 1")
     sq_len = (pe ** 2).sum(axis=1)  # [max_len]
-    print(f"squared length of every PE(p): {sq_len.min():.6f}..{sq_len.max():.6f} = d/2 = {d / 2:g}")
+    check("the squared length of every tag is d/2", f"squared length of every PE(p): {sq_len.min():.6f}.."
+          f"{sq_len.max():.6f} = d/2 = {d / 2:g}", np.abs(sq_len - d / 2).max() < 1e-9,
+          value=np.abs(sq_len - d / 2).max(), threshold=f"every one within 1e-9 of d/2 = {d / 2:g}")
 
     print("R(k) below turns each (sin, cos) pair by the angle k w_i; it is built from k alone:")
     for k in args.offset:

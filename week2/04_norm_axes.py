@@ -22,6 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
+from common.records import check, outcome, record
 
 import numpy as np
 import torch
@@ -94,23 +95,35 @@ def main():
     print(f"LayerNorm of one token (1, 2, 3): mean={token.mean():.4f}; variance={token.var():.4f}")
     print(f"  by hand: {fmt(normalize(token, axes=(0,)))}")
     by_torch = nn.LayerNorm(3)(torch.tensor(token, dtype=torch.float32))  # eps = 1e-5
-    print(f"  torch nn.LayerNorm: {fmt(by_torch.detach().numpy())}")
+    by_hand = normalize(token, axes=(0,))
+    check("LayerNorm by hand is torch's on one token", f"  torch nn.LayerNorm: {fmt(by_torch.detach().numpy())}",
+          fmt(by_torch.detach().numpy()) == fmt(by_hand), value=fmt(by_torch.detach().numpy()),
+          threshold=f"= {fmt(by_hand)}, at 4 decimals")
 
     X = np.array([[1.0, 2.0], [3.0, 4.0]])  # rows = samples, columns = features
     print("batch X=[[1, 2], [3, 4]] (rows = samples):")
     print(f"  BatchNorm by hand (each feature over the batch, eps=0): {fmt(normalize(X, axes=0))}")
     bn = nn.BatchNorm1d(2, affine=False)  # training mode, eps = 1e-5
-    print(f"  torch nn.BatchNorm1d: {fmt(bn(torch.tensor(X, dtype=torch.float32)).numpy())}")
-    print(f"  LayerNorm on the same rows (each row alone): {fmt(normalize(X, axes=1))}")
+    theirs = fmt(bn(torch.tensor(X, dtype=torch.float32)).numpy())
+    check("BatchNorm by hand is torch's on the batch", f"  torch nn.BatchNorm1d: {theirs}",
+          theirs == fmt(normalize(X, axes=0)), value=theirs, threshold=f"= {fmt(normalize(X, axes=0))}, at 4 decimals")
+    rows = normalize(X, axes=1)
+    check("LayerNorm on the same rows answers otherwise", f"  LayerNorm on the same rows (each row alone): "
+          f"{fmt(rows)}", fmt(rows) != fmt(normalize(X, axes=0)), value=fmt(rows), threshold="not BatchNorm's answer")
 
     one = np.array([[1.0, 2.0, 3.0]])  # a batch of a single sample, 3 features
     print(f"BatchNorm with one value per feature, by hand (eps=1e-5): "
           f"{fmt(normalize(one, axes=0, eps=1e-5))} (x - mean = 0, so the output is beta)")
+    single = normalize(one, axes=0, eps=1e-5)
+    record("BatchNorm of one value gives zero (beta)", np.abs(single).max(), "every output exactly 0",
+           outcome(np.abs(single).max() == 0))
     try:
         nn.BatchNorm1d(3)(torch.tensor(one, dtype=torch.float32))
-        print("  torch: no error")
+        check("torch refuses BatchNorm of one value per feature", "  torch: no error", False, value="no error",
+              threshold="a ValueError")
     except ValueError as error:
-        print(f"  torch raises ValueError: {error}")
+        check("torch refuses BatchNorm of one value per feature", f"  torch raises ValueError: {error}", True,
+              value="ValueError", threshold="a ValueError")
 
     # The same two formulas on a [B, T, d] tensor, against torch's modules.
     x = np.random.default_rng(args.seed).standard_normal((2, 3, 4)).astype(np.float32)

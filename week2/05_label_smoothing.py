@@ -29,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import float_range, int_range, lesson_parser
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
+from common.records import check
 
 import numpy as np
 import torch
@@ -128,12 +129,14 @@ def main():
     z = torch.tensor(args.logits)  # [V], float32
     q = smoothed_target(V, gold, epsilon)
     print(f"V={V}, gold index={gold}, epsilon={epsilon:g}: q_i = (1 - epsilon)[i = y] + epsilon / V")
-    print(f"target={vec(q, 3)}; sum={q.sum().item():.3f}")
+    check("the smoothed target sums to 1", f"target={vec(q, 3)}; sum={q.sum().item():.3f}",
+          abs(q.sum().item() - 1) < 1e-6, value=q.sum().item(), threshold="within 1e-6 of 1")
 
     hand, by_torch = smoothed_loss(z, q), torch_loss(z, gold, epsilon)
     gap = relative_gap(hand.item(), by_torch.item())
-    print(f"hand-built loss={hand.item():.8f}; torch label_smoothing={epsilon:g} loss="
-          f"{by_torch.item():.8f}; equal={gap <= 1e-6}")
+    check("the hand-built loss is torch's label_smoothing loss", f"hand-built loss={hand.item():.8f}; torch "
+          f"label_smoothing={epsilon:g} loss={by_torch.item():.8f}; equal={gap <= 1e-6}", gap <= 1e-6, value=gap,
+          threshold="relative gap at most 1e-6")
     print(f"max |(hand-built - torch) / torch|={gap:.8f}")
     print("  (equal means: the same up to float32 rounding, a relative gap of at most 0.000001)")
     print(f"plain cross-entropy (no smoothing)={F.cross_entropy(z[None], torch.tensor([gold])).item():.8f}")
@@ -144,8 +147,10 @@ def main():
 
     other = gold_exact_target(V, gold, epsilon)
     other_loss = smoothed_loss(z, other)
-    print(f"other convention (gold exactly 1 - epsilon): target={vec(other, 3)}; "
-          f"loss={other_loss.item():.8f}; equal to torch={relative_gap(other_loss.item(), by_torch.item()) <= 1e-6}")
+    other_gap = relative_gap(other_loss.item(), by_torch.item())
+    check("the other convention is not torch's", f"other convention (gold exactly 1 - epsilon): target="
+          f"{vec(other, 3)}; loss={other_loss.item():.8f}; equal to torch={other_gap <= 1e-6}",
+          other_gap > 1e-6 if epsilon > 0 else None, value=other_gap, threshold="relative gap above 1e-6 (epsilon > 0)")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
     if args.live:
         show(live_view, args.logits, gold)

@@ -17,6 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
 from common.live import View, add_live, add_slider, need_window, show
+from common.records import check
 
 import numpy as np
 
@@ -107,16 +108,22 @@ def main():
 
     horizon = np.arange(1, 5 * w + 1)  # the first 5w steps: the ratios and the figure's curves
     peaks = [peak_step(d, w) for d in widths]
-    print("peak: " + ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True)) + f" (w = {w})")
+    where = ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True))
+    check("the rate peaks at step w", f"peak: {where} (w = {w})", all(p == w for p in peaks), value=str(peaks),
+          threshold=f"every peak at step w = {w}")
     d = widths[0]
     peak = learning_rate(w, d, w)
-    print(f"d={d}: lr(w/4) / peak={learning_rate(w / 4, d, w) / peak:.4f} (a quarter of the way up "
-          f"the linear ramp)")
-    print(f"d={d}: lr(2w) / peak={learning_rate(2 * w, d, w) / peak:.4f}; 1/sqrt(2)={2 ** -0.5:.4f}")
+    quarter, twice = learning_rate(w / 4, d, w) / peak, learning_rate(2 * w, d, w) / peak
+    check("step w/4 is a quarter of the peak", f"d={d}: lr(w/4) / peak={quarter:.4f} (a quarter of the way up "
+          f"the linear ramp)", abs(quarter - 0.25) < 1e-12, value=quarter, threshold="0.25, within 1e-12")
+    check("step 2w is 1/sqrt(2) of the peak", f"d={d}: lr(2w) / peak={twice:.4f}; 1/sqrt(2)={2 ** -0.5:.4f}",
+          abs(twice - 2 ** -0.5) < 1e-12, value=twice, threshold="1/sqrt(2), within 1e-12")
     for other in widths[1:]:
         ratio = learning_rate(horizon, d, w) / learning_rate(horizon, other, w)
-        print(f"d={d} / d={other} at every step: {ratio.min():.4f}..{ratio.max():.4f}; "
-              f"sqrt({other}/{d})={(other / d) ** 0.5:.4f}")
+        check(f"d={d} runs at sqrt({other}/{d}) of d={other}'s rate", f"d={d} / d={other} at every step: "
+              f"{ratio.min():.4f}..{ratio.max():.4f}; sqrt({other}/{d})={(other / d) ** 0.5:.4f}",
+              np.abs(ratio - (other / d) ** 0.5).max() < 1e-12, value=np.abs(ratio - (other / d) ** 0.5).max(),
+              threshold="every step's ratio within 1e-12 of it")
     # A wider model gets a smaller rate at every step, by the factor sqrt(d_other / d).
 
     print(save_figure(plot(widths, w, horizon, peaks), figure_path(parser, args, FIGURE)))

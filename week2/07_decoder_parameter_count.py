@@ -20,6 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range, lesson_parser
 from common.printing import n_params
+from common.records import check
 
 import torch.nn as nn
 
@@ -61,17 +62,21 @@ def main():
 
     total = sum(decoder_layer_params(d, f))
     layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
-    print(f"decoder layer formula={total:,}; torch count={n_params(layer):,}; "
-          f"equal={total == n_params(layer)}")
+    check("the formula counts torch's decoder layer", f"decoder layer formula={total:,}; torch count="
+          f"{n_params(layer):,}; equal={total == n_params(layer)}", total == n_params(layer), value=n_params(layer),
+          threshold=f"= {total:,}, 2(4d^2 + 4d) + (2df + f + d) + 6d")
     stack = nn.TransformerDecoder(layer, args.layers)  # deep copies: each layer its own weights
-    print(f"{args.layers} layers={n_params(stack):,}; {args.layers} x {total:,}={args.layers * total:,}; "
-          f"equal={n_params(stack) == args.layers * total} (embeddings and the output layer not included)")
+    check("every decoder layer has its own weights", f"{args.layers} layers={n_params(stack):,}; {args.layers} x "
+          f"{total:,}={args.layers * total:,}; equal={n_params(stack) == args.layers * total} (embeddings and the "
+          "output layer not included)", n_params(stack) == args.layers * total, value=n_params(stack),
+          threshold=f"= {args.layers} x {total:,}")
     encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
     extra = n_params(layer) - n_params(encoder_layer)
     cross, norm3 = n_params(layer.multihead_attn), n_params(layer.norm3)  # what the encoder layer lacks
-    print(f"decoder layer - encoder layer={extra:,}; torch's cross-attention block {cross:,} "
-          f"(4d^2+4d={4 * d * d + 4 * d:,}) + its third LayerNorm {norm3:,} (2d={2 * d:,}) = {cross + norm3:,}; "
-          f"equal={extra == cross + norm3}")
+    check("the decoder's extra is cross-attention and a third LayerNorm", f"decoder layer - encoder layer={extra:,}; "
+          f"torch's cross-attention block {cross:,} (4d^2+4d={4 * d * d + 4 * d:,}) + its third LayerNorm {norm3:,} "
+          f"(2d={2 * d:,}) = {cross + norm3:,}; equal={extra == cross + norm3}", extra == cross + norm3, value=extra,
+          threshold=f"= {cross + norm3:,}, the cross-attention block and LN3")
 
     out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
     print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights; with a bias "

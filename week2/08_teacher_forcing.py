@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
+from common.records import check
 
 import numpy as np
 
@@ -44,7 +45,9 @@ def main():
 
     gold = args.gold
     print(f"gold target={gold}")
-    print(f"teacher-forced decoder input={shift_right(gold)} ({BOS} = start symbol)")
+    check("the decoder input is the target shifted right", f"teacher-forced decoder input={shift_right(gold)} "
+          f"({BOS} = start symbol)", shift_right(gold) == [BOS, *gold[:-1]], value=str(shift_right(gold)),
+          threshold=f"= [{BOS}] + the target without its last token: no position is fed its own label")
     print(f"labels={gold}")
     guesses = np.random.default_rng(args.seed).integers(1, 10, size=len(gold)).tolist()
     print(f"model's own guesses (stand-ins)={guesses}")
@@ -56,9 +59,11 @@ def main():
     # guess at one step becomes a wrong input at the next: the mismatch teacher forcing leaves.
 
     gold_words, step2_guess = ["A", "B", "EOS"], "C"  # the page's hand-check
-    print(f"hand-check: gold {gold_words}, step 2 wrongly predicts {step2_guess}: "
-          f"step 3 input under teacher forcing={shift_right(gold_words, 'BOS')[2]}, "
-          f"free-running={shift_right(['A', step2_guess, 'EOS'], 'BOS')[2]}")
+    forced = shift_right(gold_words, "BOS")[2]
+    check("after a wrong guess, teacher forcing still feeds the gold token", f"hand-check: gold {gold_words}, step 2 "
+          f"wrongly predicts {step2_guess}: step 3 input under teacher forcing={forced}, "
+          f"free-running={shift_right(['A', step2_guess, 'EOS'], 'BOS')[2]}", forced == gold_words[1], value=forced,
+          threshold=f"= {gold_words[1]}, the gold token")
 
 
 if __name__ == "__main__":
