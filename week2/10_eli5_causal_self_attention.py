@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common.cli import SEED, int_range, lesson_parser
 from common.live import View, add_live, add_slider, need_window, show
 from common.printing import vec
+from common.records import check
 
 import numpy as np
 import torch
@@ -138,8 +139,10 @@ def main():
     for i in shown_rows(seq):
         print(f"  {vec(weights[i].detach(), shown=SHOWN)}" if i is not None else f"  ... {seq - SHOWN} more rows")
     sums = weights.sum(-1)
-    print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
-          f"weight on future tokens: {weights[mask].sum().item()}")
+    check("each row sums to 1, none of it on the future", f"each row's sum: smallest {sums.min().item():.6f}, "
+          f"largest {sums.max().item():.6f}; weight on future tokens: {weights[mask].sum().item()}",
+          (sums - 1).abs().max().item() < 1e-6 and weights[mask].sum().item() == 0,
+          value=(sums - 1).abs().max().item(), threshold="every row within 1e-6 of 1; future weight exactly 0")
     # Row 1 can only look at itself (weight 1); the last row may look at everyone.
 
     # ---- several heads: the same q, k, v, split into h heads of width d_model / h ----
@@ -161,9 +164,11 @@ def main():
     W_O = nn.Linear(d_model, d_model)  # blends the heads: every output number reads every head
     blended = W_O(concat)  # (seq, d_model)
     from_head_1 = head_alone(W_O, concat, 0, h)
-    print(f"W_O blends the {h} heads into {list(blended.shape)}; reading head 1 only, the output "
-          f"would differ: {not torch.allclose(blended, from_head_1)}" if h > 1 else
-          f"W_O mixes the head's numbers into {list(blended.shape)}")
+    differs = not torch.allclose(blended, from_head_1)
+    check("W_O blends every head into the output", f"W_O blends the {h} heads into {list(blended.shape)}; reading "
+          f"head 1 only, the output would differ: {differs}" if h > 1 else
+          f"W_O mixes the head's numbers into {list(blended.shape)}", differs if h > 1 else None, value=differs,
+          threshold="the output read from head 1 alone differs (two heads or more)")
     print("  (these heads are untrained: random weights, so their patterns are random too; trained heads")
     print("   take roles, one on the previous word, one on the nouns: week1/16_heads_take_roles.py)")
     # Each head has its own weight pattern over the same tokens; all obey the causal rule;

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range, lesson_parser
 from common.printing import n_params
+from common.records import check, outcome, record
 
 import torch
 import torch.nn as nn
@@ -92,10 +93,13 @@ def main():
     for kind in KINDS:
         text, value = formula[kind]
         equal[kind] = walked[kind] == value
-        print(f"{kind:<28}{walked[kind]:>18,}  {text:<16}{value:>14,}  {equal[kind]}")
+        check(f"{kind}: the formula counts torch's", f"{kind:<28}{walked[kind]:>18,}  {text:<16}{value:>14,}  "
+              f"{equal[kind]}", equal[kind], value=walked[kind], threshold=f"= {text} = {value:,}")
     total, formula_total = n_params(layer), sum(value for _, value in formula.values())
     equal["all"] = total == formula_total
-    print(f"{'all (torch total)':<28}{total:>18,}  {'8d^2+2df+15d+f':<16}{formula_total:>14,}  {equal['all']}")
+    check("the whole layer: the formula counts torch's", f"{'all (torch total)':<28}{total:>18,}  "
+          f"{'8d^2+2df+15d+f':<16}{formula_total:>14,}  {equal['all']}", equal["all"], value=total,
+          threshold=f"= 8d^2+2df+15d+f = {formula_total:,}")
 
     weights, biases, norms = (walked[kind] for kind in KINDS)
     gammas = norms // 2
@@ -124,12 +128,15 @@ def main():
     print(f"Embedding [V, d] + output layer without bias: untied {n_untied:,} = 2Vd; "
           f"tied {n_tied:,} = Vd (one shared tensor, counted once)")
 
+    record("torch without biases holds 8d^2 + 2df + 3d", n_params(no_bias_layer), f"= {weights + gammas:,}",
+           outcome(n_params(no_bias_layer) == weights + gammas))
+    record("a tied weight counts once, untied twice", f"tied {n_tied:,}, untied {n_untied:,}",
+           f"tied = Vd = {V * d:,}; untied = 2Vd", outcome(n_tied == V * d and n_untied == 2 * V * d))
     checks = [*equal.values(), n_params(no_bias_layer) == weights + gammas,
               n_tied == V * d, n_untied == 2 * V * d]
-    if all(checks):
-        print("Verdict: every count by formula equals torch's own count, as the page says")
-    else:
-        print(f"Verdict: CONTRADICTS THE PAGE: {checks.count(False)} count(s) differ from torch's")
+    check("every count by formula equals torch's", "Verdict: every count by formula equals torch's own count, as the "
+          "page says" if all(checks) else f"Verdict: CONTRADICTS THE PAGE: {checks.count(False)} count(s) differ "
+          "from torch's", all(checks), value=checks.count(False), threshold="0 counts differ")
     # The weight matrices are almost all of a layer; the biases and LayerNorms are a few
     # thousand numbers, which is exactly the gap an exam's "exclude biases" is asking about.
     return 0 if all(checks) else 1

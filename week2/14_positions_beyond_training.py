@@ -28,6 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import check_size, int_range, lesson_parser
 from common.printing import readable, vec
+from common.records import check
 
 import numpy as np
 
@@ -154,13 +155,14 @@ def main():
     sinusoid_ok = bounded["sinusoidal"] and np.abs(sq_len - d / 2).max() < TOLERANCE and \
         max(gaps.values()) < TOLERANCE
     index_leaves = not bounded[f"index p/{seen - 1}"] and min(index_gaps.values()) > TOLERANCE
-    if sinusoid_ok and index_leaves:
-        print("Verdict: as the page says: unseen positions get tags in [-1, 1], of squared length d/2,")
-        print(f"  related by the same rotations (gaps below {TOLERANCE:g}); the index tag leaves [-1, 1]"
-              " and no rotation relates it")
-    else:
-        print(f"Verdict: CONTRADICTS THE PAGE: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
-              f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}")
+    check("tags can be computed for unseen positions: bounded, d/2, rotating",
+          "Verdict: as the page says: unseen positions get tags in [-1, 1], of squared length d/2,\n"
+          f"  related by the same rotations (gaps below {TOLERANCE:g}); the index tag leaves [-1, 1] and no rotation "
+          "relates it" if sinusoid_ok and index_leaves else
+          f"Verdict: CONTRADICTS THE PAGE: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
+          f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}", sinusoid_ok and index_leaves,
+          value=f"rotation gaps {max(gaps.values()):.2g} (sinusoid), {min(index_gaps.values()):.2g} (index tag)",
+          threshold=f"the sinusoid's in [-1, 1], d/2 and rotation within {TOLERANCE:g}; the index tag's not")
     # Computable is not the same as useful: a model trained on positions 0..49 has never
     # seen these tags, and whether it handles them well has to be measured, not assumed.
     return 0 if sinusoid_ok and index_leaves else 1

@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
 from common.printing import vec
+from common.records import check
 
 import numpy as np
 import torch
@@ -120,12 +121,12 @@ def main():
     print("   the padding reached the real tokens through BatchNorm's mean and variance)")
 
     bn_moved, ln_still = change["BatchNorm"] > TOLERANCE, change["LayerNorm"] <= TOLERANCE
-    if bn_moved and ln_still:
-        print("Verdict: as the page says: padding moved BatchNorm's outputs for the real tokens")
-        print(f"  (by more than {TOLERANCE:g}) and left LayerNorm's untouched")
-    else:
-        print(f"Verdict: NOT THE PAGE'S PICTURE here: BatchNorm moved: {bn_moved}; "
-              f"LayerNorm untouched: {ln_still}")
+    check("padding moves BatchNorm's real tokens, not LayerNorm's", "Verdict: as the page says: padding moved "
+          f"BatchNorm's outputs for the real tokens\n  (by more than {TOLERANCE:g}) and left LayerNorm's untouched"
+          if bn_moved and ln_still else f"Verdict: NOT THE PAGE'S PICTURE here: BatchNorm moved: {bn_moved}; "
+          f"LayerNorm untouched: {ln_still}", bn_moved and ln_still,
+          value=f"BatchNorm {change['BatchNorm']:.4f}, LayerNorm {change['LayerNorm']:.2g}",
+          threshold=f"BatchNorm's change above {TOLERANCE:g}, LayerNorm's at most {TOLERANCE:g}")
     # In evaluation mode BatchNorm uses running statistics instead, but those were gathered
     # in training, padding and all.
 

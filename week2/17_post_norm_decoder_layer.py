@@ -30,6 +30,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
+from common.records import check
 
 import torch
 import torch.nn as nn
@@ -165,13 +166,14 @@ def main():
     post_ok = gaps["post-norm LN(x + F(x))"][False] <= TOLERANCE
     pre_ok = gaps["pre-norm x + F(LN(x))"][True] <= TOLERANCE
     wrong_apart = all(gap[False] > TOLERANCE for name, gap in gaps.items() if name != "post-norm LN(x + F(x))")
-    if post_ok and pre_ok and wrong_apart:
-        print("Verdict: as the page says: torch's post-norm decoder layer puts LN1, LN2, LN3 after the residual")
-        print(f"  adds of self-attention, cross-attention and the FFN (gap at most {TOLERANCE:g}); "
-              "no other placement matches it")
-    else:
-        print(f"Verdict: CONTRADICTS THE PAGE: post-norm matches: {post_ok}; pre-norm matches: {pre_ok}; "
-              f"the wrong placements all differ: {wrong_apart}")
+    holds = post_ok and pre_ok and wrong_apart
+    check("the post-norm decoder layer puts LN after each residual add", "Verdict: as the page says: torch's "
+          "post-norm decoder layer puts LN1, LN2, LN3 after the residual\n  adds of self-attention, cross-attention "
+          f"and the FFN (gap at most {TOLERANCE:g}); no other placement matches it" if holds
+          else f"Verdict: CONTRADICTS THE PAGE: post-norm matches: {post_ok}; pre-norm matches: {pre_ok}; "
+          f"the wrong placements all differ: {wrong_apart}", holds,
+          value=f"post-norm gap {gaps['post-norm LN(x + F(x))'][False]:.2g}",
+          threshold=f"post-norm and pre-norm by hand within {TOLERANCE:g} of torch's; every other placement not")
     # Same weights, same words: only the position of the three LayerNorms differs, and that
     # alone changes the output, so "where the norm goes" is part of the architecture.
     return 0 if post_ok and pre_ok and wrong_apart else 1
