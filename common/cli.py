@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 from common import REPO_ROOT
@@ -149,13 +150,69 @@ def at_defaults(parser, args, ignore=()):
                if name not in NOT_KNOBS + tuple(ignore))
 
 
-def check_size(parser, numbers=0, work=0, knobs=()):
-    """Refuse, as a usage error, a run whose largest array or total work is over the limit,
-    naming the flags that bring it down (`knobs`: only those that lower the cost)."""
+def too_big(numbers=0, work=0, knobs=()):
+    """Why a run is too big to start, in one line, or None: its largest array over
+    MAX_NUMBERS or its total work over MAX_WORK, naming the flags that bring it down
+    (`knobs`: only those that lower the cost)."""
     fix = f": lower one of {', '.join(knobs)}" if knobs else ": choose smaller sizes"
     if numbers > MAX_NUMBERS:
-        parser.error(f"these sizes need an array of {numbers:,} numbers; the limit is "
-                     f"{MAX_NUMBERS:,} (about 256 MB){fix}")
+        return f"these sizes need an array of {numbers:,} numbers; the limit is {MAX_NUMBERS:,} (about 256 MB){fix}"
     if work > MAX_WORK:
-        parser.error(f"these sizes need about {work:,} multiply-adds; the limit is {MAX_WORK:,} "
-                     f"(a few seconds){fix}")
+        return f"these sizes need about {work:,} multiply-adds; the limit is {MAX_WORK:,} (a few seconds){fix}"
+    return None
+
+
+def check_size(parser, numbers=0, work=0, knobs=()):
+    """Refuse, as a usage error, a run that is too_big()."""
+    problem = too_big(numbers, work, knobs)
+    if problem:
+        parser.error(problem)
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One flag of a lesson, as argparse's add_argument takes it."""
+    flags: tuple
+    options: dict
+
+
+def knob(*flags, **options):
+    """A lesson's flag: knob("--d-k", type=int_range(1, 1024), default=64, help="...")."""
+    return Knob(flags, options)
+
+
+def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, limits=None, print_only=(),
+                argv=None):
+    """A lesson's whole command line, in one call.
+
+    knobs: [knob(...), ...]; --help shows each flag's range and default.
+    try_it: [(arguments, what to look for), ...]; --help prints each as a whole command.
+    figure: the help of --figure (where the figure goes), if the lesson saves one.
+    live: what its --live window lets you try, if it has one; with --live, whether a window
+        can open here is settled before any work (one line and status 2 if not).
+    limits(args): None, or why these settings cannot run, in one line (too_big() words it
+        for sizes); it becomes a usage error, before any work.
+    print_only: knobs that change only what is printed, not what is computed.
+
+    Returns the parsed arguments, with args.at_defaults: every knob but print_only at its
+    default (the page's setup), which also decides how a verdict against the page is worded
+    (common/records.py said())."""
+    from common import records
+    from common.live import add_live, need_window
+
+    parser = lesson_parser(script, description, try_it)
+    for flag in knobs:
+        parser.add_argument(*flag.flags, **flag.options)
+    if figure is not None:
+        parser.add_argument("--figure", type=png_path, default=None, help=figure)
+    if live is not None:
+        add_live(parser, live)
+    args = parser.parse_args(argv)
+    problem = limits(args) if limits else None
+    if problem:
+        parser.error(problem)
+    if getattr(args, "live", False):
+        need_window(parser)
+    args.at_defaults = at_defaults(parser, args, ignore=print_only)
+    records.at_defaults = args.at_defaults
+    return args

@@ -52,6 +52,29 @@ def record(name, value=None, threshold=None, result=NOT_TESTED, why=None):
             file.write(json.dumps(entry, default=str) + "\n")
 
 
+at_defaults = True  # every knob at its default, the page's setup (set by common.cli.lesson_args)
+
+
+def said(holds):
+    """How a verdict words its outcome: "as the page says"; against the page, "CONTRADICTS THE
+    PAGE" at the page's own settings, "NOT THE PAGE'S PICTURE at these settings" at others
+    (the knobs are there to make verdicts turn); None (not tested here): "not tested"."""
+    if holds is None:
+        return "not tested"
+    if holds:
+        return "as the page says"
+    return "CONTRADICTS THE PAGE" if at_defaults else "NOT THE PAGE'S PICTURE at these settings"
+
+
+def band(value, low, high, decimals=2):
+    """Which of three bands a value lies in, in words: "below 0.60", "0.60 to 0.90", "above
+    0.90" (edges belong to the middle band). A training prints bands, not its exact numbers:
+    every CPU's trajectory ends in the same band."""
+    if value < low:
+        return f"below {low:.{decimals}f}"
+    return f"above {high:.{decimals}f}" if value > high else f"{low:.{decimals}f} to {high:.{decimals}f}"
+
+
 def check(name, line, holds, value=None, threshold=None):
     """Print `line` exactly as the lesson words it, and record the check `name`: its
     measured `value`, the `threshold` or band it is judged by (words, e.g. "above 0.90"),
