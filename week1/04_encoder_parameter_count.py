@@ -10,14 +10,16 @@ With d = d_model and f = d_ff, fully counted (as PyTorch does):
     layer  = 4 d^2 + 2 d f + f + 9 d
 The number of heads does not appear: h heads of width d/h still total d^2 per projection.
 
-Setup: deterministic; torch modules are built on the "meta" device (shapes only, no
-memory, no random draws), so any size counts instantly.
+Prints the three parts and their sum beside torch's own count, the count at another head
+count, a stack of layers, and how much bigger the FFN is than attention.
+Setup: torch's modules are built on the "meta" device (shapes only, no memory, no random
+draws), so any size counts instantly. Notes: week1/NOTES.md, section 04.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range, lesson_parser
+from common.cli import int_range, knob, lesson_args
 from common.printing import n_params
 from common.records import check
 
@@ -32,51 +34,62 @@ def encoder_layer_params(d, f):
     return mha, ffn, norms
 
 
-def main():
-    parser = lesson_parser(__file__, "Encoder-layer parameter formula vs torch's TransformerEncoderLayer "
-                           "count (Week 1, section 7).", try_it=[
-                               ("--heads 1", "one wide head: the count does not move"),
-                               ("--heads 16", "sixteen narrow heads: still the same count"),
-                               ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base sizes")])
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512,
-                        help="d, numbers per word (a multiple of --heads)")
-    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, heads (must divide --d-model)")
-    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="layers in the stack")
-    args = parser.parse_args()
-    d, f, h = args.d_model, args.d_ff, args.heads
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+def torch_count(d, h, f):
+    """Learnable numbers in torch's own encoder layer (built on "meta": shapes only)."""
+    return n_params(nn.TransformerEncoderLayer(d, h, f, device="meta"))
 
+
+def lesson(args):
+    """The page's count, then what it says about heads, stacks and the FFN's share."""
+    d, f, h = args.d_model, args.d_ff, args.heads
     mha, ffn, norms = encoder_layer_params(d, f)
-    total = mha + ffn + norms
-    # device="meta": the module is built with shapes only, no memory and no random init.
-    layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
-    counted = n_params(layer)
+    total, counted = mha + ffn + norms, torch_count(d, h, f)
     print(f"MHA formula={mha:,}; FFN formula={ffn:,}; two LayerNorms={norms:,}")
     check("the formula counts torch's encoder layer", f"encoder-layer formula={total:,}; torch count={counted:,}; "
           f"equal={total == counted}", total == counted, value=counted, threshold=f"= {total:,}, 4d^2 + 2df + f + 9d")
     if (d, f) == (512, 2048):  # the shorthand is about the paper's base layer only
         print(f"Course shorthand: about {total / 1e6:.2f}M with FFN biases; "
               "original paper's base layer count is approximate.")
-    other_h = 1 if h != 1 else d  # compare with one wide head, or (for h = 1) with d heads of width 1
-    other = n_params(nn.TransformerEncoderLayer(d, other_h, f, device="meta"))
+
+    other_h = 1 if h != 1 else d  # one wide head, or (for h = 1) d heads of width 1
+    other = torch_count(d, other_h, f)
     check("the head count is not in the count", f"heads: h={h} (each head {d // h} wide) counts {counted:,}; "
           f"h={other_h} (each head {d // other_h} wide) counts {other:,}; same: {counted == other}",
           counted == other, value=other, threshold=f"= {counted:,}, the count with h={h}")
     print("  (h heads of width d/h still make d x d numbers per projection, so h is not in the formula)")
 
-    stack = nn.TransformerEncoder(layer, args.layers, enable_nested_tensor=False)
-    check("every layer has its own weights", f"{args.layers} layers={n_params(stack):,}; {args.layers} x "
-          f"{total:,}={args.layers * total:,}; equal={n_params(stack) == args.layers * total} (every layer has its "
-          "own weights)", n_params(stack) == args.layers * total, value=n_params(stack),
-          threshold=f"= {args.layers} x {total:,}")
+    stack = n_params(nn.TransformerEncoder(nn.TransformerEncoderLayer(d, h, f, device="meta"), args.layers,
+                                           enable_nested_tensor=False))  # deep copies: each layer its own
+    check("every layer has its own weights", f"{args.layers} layers={stack:,}; {args.layers} x {total:,}="
+          f"{args.layers * total:,}; equal={stack == args.layers * total} (every layer has its own weights)",
+          stack == args.layers * total, value=stack, threshold=f"= {args.layers} x {total:,}")
+
     # The page's "about twice" is about the paper's shape, f = 4d; other shapes do not test it.
     ratio = ffn / mha
     check("the FFN holds about twice attention's numbers", f"FFN / MHA={ratio:.2f} (the FFN holds {ratio:.2f} times as "
           "many numbers as attention)", 1.9 <= ratio <= 2.1 if f == 4 * d else None, value=ratio,
           threshold="between 1.9 and 2.1 where f = 4d")
     # The FFN, each token's private "brain", holds about twice the numbers of attention.
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+KNOBS = [knob("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word (a multiple of --heads)"),
+         knob("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width"),
+         knob("--heads", type=int_range(1, 128), default=8, help="h, heads (must divide --d-model)"),
+         knob("--layers", type=int_range(1, 48), default=6, help="layers in the stack")]
+TRY_IT = [("--heads 1", "one wide head: the count does not move"),
+          ("--heads 16", "sixteen narrow heads: still the same count"),
+          ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base sizes")]
+
+
+def heads_divide(args):
+    return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
+
+
+def main():
+    lesson(lesson_args(__file__, "Encoder-layer parameter formula vs torch's TransformerEncoderLayer count (Week 1, "
+                       "section 7).", KNOBS, TRY_IT, limits=heads_divide))
 
 
 if __name__ == "__main__":
