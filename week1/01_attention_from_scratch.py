@@ -8,21 +8,17 @@ Every row of the weight matrix A is one query's distribution over the keys, so i
 to 1. PyTorch's fused kernel (torch.nn.functional.scaled_dot_product_attention) computes
 the same thing; the two differ only by float rounding.
 
-Setup. The page gives the printed lines, not the inputs. This script uses the page's own
-section-3 idea, identity projections W^Q = W^K = W^V = I, so that Q = K = V = x, with
-x = np.random.default_rng(42).standard_normal((1, 2, 3, 4)) cast to float32: batch 1,
-2 heads, 3 words, 4 numbers per word (the pages' habit: one rng(42), standard_normal,
-float32 for torch). The printed shape is that of the output Z = A V, [B, h, T, d]. NumPy
-computes Q K^T in float32 and the division by np.sqrt(d_k) in float64 (NumPy 2 promotes
-there); torch works in float32. That prints both of the page's lines: the max |...| line
-shows 0.00000011 on an Intel AVX-512 CPU with torch's default kernels and 0.00000008 on
-an AMD CPU; it is rounding noise, and the check judges it as such (see run_all.py).
+Prints the output's shape and the range of A's row sums, then the largest gap between the
+NumPy answer and torch's (rounding noise, judged by the check as such).
+Setup (a reconstruction: the page gives the printed lines, not the inputs): the page's
+section-3 identity projections, Q = K = V = x, x = np.random.default_rng(42) standard
+normals of shape [B, h, T, d_k] = [1, 2, 3, 4] in float32. Notes: week1/NOTES.md, section 01.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.maths import softmax
 from common.records import check
 
@@ -39,24 +35,10 @@ def attention(Q, K, V):
     return weights @ V, weights  # [..., T_q, d_v], [..., T_q, T_k]
 
 
-def main():
-    parser = lesson_parser(__file__, "Scaled dot-product attention in NumPy vs torch's SDPA "
-                           "(Week 1, section 4).", try_it=[
-                               ("--seed 7", "other random words: the rows still sum to 1, the gap stays "
-                                "at rounding level"),
-                               ("--tokens 9 --d-k 64", "longer sentence, wider heads: same story")])
-    size = int_range(1, 512)
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
-    parser.add_argument("--batch", type=size, default=1, help="B, sentences")
-    parser.add_argument("--heads", type=size, default=2, help="h, heads")
-    parser.add_argument("--tokens", type=size, default=3, help="T, words per sentence")
-    parser.add_argument("--d-k", type=size, default=4, help="d_k, numbers per word in each head")
-    args = parser.parse_args()
+def lesson(args):
+    """The formula on random words, its rows' sums, and the same computed by torch."""
     B, h, T, d_k = args.batch, args.heads, args.tokens, args.d_k
-    check_size(parser, numbers=B * h * T * max(T, d_k), work=2 * B * h * T * T * d_k,
-               knobs=("--batch", "--heads", "--tokens", "--d-k"))
-
-    x = np.random.default_rng(args.seed).standard_normal((B, h, T, d_k)).astype(np.float32)
+    x = np.random.default_rng(args.seed).standard_normal((B, h, T, d_k)).astype(np.float32)  # [B, h, T, d_k]
     Q = K = V = x  # identity projections: each word is its own query, key and value
 
     out, weights = attention(Q, K, V)  # out [B, h, T, d_k], weights [B, h, T, T]
@@ -73,6 +55,29 @@ def main():
     print("  (the largest gap between the two answers: float32 rounding, about 1e-7 at these sizes)")
     # Same numbers up to float32 rounding: the formula above is all SDPA does when there
     # is no mask and no dropout.
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+SIZE = int_range(1, 512)
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the NumPy generator"),
+         knob("--batch", type=SIZE, default=1, help="B, sentences"),
+         knob("--heads", type=SIZE, default=2, help="h, heads"),
+         knob("--tokens", type=SIZE, default=3, help="T, words per sentence"),
+         knob("--d-k", type=SIZE, default=4, help="d_k, numbers per word in each head")]
+TRY_IT = [("--seed 7", "other random words: the rows still sum to 1, the gap stays at rounding level"),
+          ("--tokens 9 --d-k 64", "longer sentence, wider heads: same story")]
+
+
+def sizes(args):
+    B, h, T, d_k = args.batch, args.heads, args.tokens, args.d_k
+    return too_big(numbers=B * h * T * max(T, d_k), work=2 * B * h * T * T * d_k,
+                   knobs=("--batch", "--heads", "--tokens", "--d-k"))
+
+
+def main():
+    lesson(lesson_args(__file__, "Scaled dot-product attention in NumPy vs torch's SDPA (Week 1, section 4).",
+                       KNOBS, TRY_IT, limits=sizes))
 
 
 if __name__ == "__main__":
