@@ -8,22 +8,18 @@ executed shape check 03_multihead_shape_check.
 With d_model = 16 and h = 4 heads, each head works in d_k = d_model / h = 4 dimensions;
 the 4 heads of width 4 concatenate back to width 16, and W^O [16, 16] mixes them.
 
+Prints the input's, the heads' and the concatenation's shapes, and the largest gap between
+the hand-built layer and torch's module (rounding noise).
 Setup (prints the page's lines; not proven to be the original): torch.manual_seed(42),
-then x = torch.randn(2, 5, 16), then the module (the order matters: building the module
-first draws its weights first). The reference is the module called with
-need_weights=False; the manual version re-uses the module's own W^Q, W^K, W^V (chunks of
-in_proj_weight), biases and W^O. The max |...| line is rounding noise: it prints the
-page's 0.00000009 on an Intel AVX-512 CPU with torch's default kernels, 0.00000012 on an
-AMD CPU and 0.00000006 with torch's plain C++ kernels (ATEN_CPU_CAPABILITY=default).
-Another setup that prints the page's digits there (x from NumPy's rng(42)) moves with
-the thread count, so it was not used.
+then x = torch.randn(2, 5, 16), then the module, whose own weights the hand-built layer
+re-uses. Notes: week1/NOTES.md, section 03.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.records import check
 
 import torch
@@ -54,25 +50,8 @@ def multi_head_attention(x, mha):
     return concat @ W_O.T + b_O, heads, concat
 
 
-def main():
-    parser = lesson_parser(__file__, "Manual multi-head attention vs torch.nn.MultiheadAttention, "
-                           "with the shapes of heads and concatenation (Week 1, section 5).", try_it=[
-                               ("--heads 2", "2 heads of width 8: d_k changes, the concat width does not"),
-                               ("--heads 8", "8 heads of width 2: still 16 after the concat"),
-                               ("--d-model 512 --heads 8", "the paper's base sizes: heads of width 64")])
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
-    parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B, sentences")
-    parser.add_argument("--seq-len", type=int_range(1, 512), default=5, help="T, words per sentence")
-    parser.add_argument("--d-model", type=int_range(1, 1024), default=16,
-                        help="d_model, numbers per word (a multiple of --heads)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=4, help="h, heads (must divide --d-model)")
-    args = parser.parse_args()
-    B, T, d, h = args.batch, args.seq_len, args.d_model, args.heads
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
-    check_size(parser, numbers=B * h * T * T + 3 * B * T * d, work=8 * B * T * d * d + 2 * B * T * T * d,
-               knobs=("--batch", "--seq-len", "--d-model", "--heads"))
-
+def lesson(args):
+    """Random words through torch's layer and through the formula, with the shapes on the way."""
     torch.manual_seed(args.seed)
     x = torch.randn(args.batch, args.seq_len, args.d_model)  # [B, T, d_model]
     mha = nn.MultiheadAttention(args.d_model, args.heads, batch_first=True)
@@ -89,6 +68,32 @@ def main():
     print("  (the largest gap between the hand-built layer and torch's: float32 rounding)")
     # h heads of width d_k = d_model / h concatenate back to d_model, the width the
     # residual connection needs; the hand-built layer is the module, up to rounding.
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+KNOBS = [knob("--seed", type=SEED, default=42, help="torch seed"),
+         knob("--batch", type=int_range(1, 64), default=2, help="B, sentences"),
+         knob("--seq-len", type=int_range(1, 512), default=5, help="T, words per sentence"),
+         knob("--d-model", type=int_range(1, 1024), default=16, help="d_model, numbers per word (a multiple of "
+              "--heads)"),
+         knob("--heads", type=int_range(1, 64), default=4, help="h, heads (must divide --d-model)")]
+TRY_IT = [("--heads 2", "2 heads of width 8: d_k changes, the concat width does not"),
+          ("--heads 8", "8 heads of width 2: still 16 after the concat"),
+          ("--d-model 512 --heads 8", "the paper's base sizes: heads of width 64")]
+
+
+def limits(args):
+    B, T, d, h = args.batch, args.seq_len, args.d_model, args.heads
+    if d % h:
+        return f"--d-model {d} is not divisible by --heads {h}"
+    return too_big(numbers=B * h * T * T + 3 * B * T * d, work=8 * B * T * d * d + 2 * B * T * T * d,
+                   knobs=("--batch", "--seq-len", "--d-model", "--heads"))
+
+
+def main():
+    lesson(lesson_args(__file__, "Manual multi-head attention vs torch.nn.MultiheadAttention, with the shapes of "
+                       "heads and concatenation (Week 1, section 5).", KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":
