@@ -10,18 +10,18 @@ executed output 05_additive_attention (four encoder states of size 3).
 
 Here s is the previous decoder state s_{t-1}; vectors are rows, so W_a s becomes s W_a.
 
-Setup (the pages' own, reproduced exactly): one np.random.default_rng(42),
-standard_normal draws in the order H [4, 3], s [3], U_a [3, 5], W_a [3, 5], v_a [5]
-(attention width 5); arrays printed with NumPy at 3 decimals. Another draw order (W_a
-before U_a, say) prints other numbers with the same pattern.
+Prints the scores, the weights and their sum, and the context.
+Setup (the pages' own, reproduced exactly): one np.random.default_rng(42), standard
+normal draws in the order H [4, 3], s [3], U_a [3, 5], W_a [3, 5], v_a [5]; arrays
+printed with NumPy at 3 decimals. Notes: week1/NOTES.md, section 05.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.maths import softmax
-from common.records import check
+from common.records import check, outcome, record
 
 import numpy as np
 
@@ -35,38 +35,49 @@ def additive_attention(s, H, W_a, U_a, v_a):
     return e, alpha, c
 
 
-def main():
-    parser = lesson_parser(__file__, "Bahdanau additive attention over a few encoder states "
-                           "(Week 1, section 2).", try_it=[
-                               ("--seed 1", "other random states: the largest score still gets the largest weight"),
-                               ("--source-len 10", "ten source words share the attention"),
-                               ("--attn-width 1", "a single tanh unit scores every word")])
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
-    parser.add_argument("--source-len", type=int_range(1, 1000), default=4, help="T, number of encoder states")
-    parser.add_argument("--hidden", type=int_range(1, 1000), default=3,
-                        help="size of each encoder state and of the decoder state")
-    parser.add_argument("--attn-width", type=int_range(1, 1000), default=5, help="n, width inside the tanh")
-    args = parser.parse_args()
+def lesson(args):
+    """The page's draws through the three formulas, printed as the page prints them."""
     T, d, n = args.source_len, args.hidden, args.attn_width
-    check_size(parser, numbers=T * max(d, n) + d * n, work=T * d * n,
-               knobs=("--source-len", "--hidden", "--attn-width"))
-
     rng = np.random.default_rng(args.seed)
-    H = rng.standard_normal((T, d))  # encoder states h_1..h_T, one per row
-    s = rng.standard_normal(d)  # previous decoder state s_{t-1}
-    U_a = rng.standard_normal((d, n))
-    W_a = rng.standard_normal((d, n))
-    v_a = rng.standard_normal(n)
+    H = rng.standard_normal((T, d))  # [T, d]: encoder states h_1..h_T, one per row
+    s = rng.standard_normal(d)  # [d]: previous decoder state s_{t-1}
+    U_a = rng.standard_normal((d, n))  # [d, n]
+    W_a = rng.standard_normal((d, n))  # [d, n]
+    v_a = rng.standard_normal(n)  # [n]
 
     e, alpha, c = additive_attention(s, H, W_a, U_a, v_a)
     print(f"alignment scores={np.array2string(e, precision=3)}")
     check("the weights sum to 1", f"alpha={np.array2string(alpha, precision=3)}; sum={alpha.sum():.6f}",
           abs(alpha.sum() - 1) < 1e-6, value=alpha.sum(), threshold="within 1e-6 of 1")
+    record("the highest score gets the biggest weight", int(np.argmax(alpha)), f"= {int(np.argmax(e))}, the "
+           "highest score's place", outcome(np.argmax(alpha) == np.argmax(e)))
     print(f"context={np.array2string(c, precision=3)}")
     print(f"  (one score e and one weight alpha per source word; the context is {d} numbers, "
           "like each encoder state)")
     # The highest score gets the biggest weight, the weights add to 1, and the context
     # is their weighted mix of the encoder states.
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the NumPy generator"),
+         knob("--source-len", type=int_range(1, 1000), default=4, help="T, number of encoder states"),
+         knob("--hidden", type=int_range(1, 1000), default=3, help="size of each encoder state and of the decoder "
+              "state"),
+         knob("--attn-width", type=int_range(1, 1000), default=5, help="n, width inside the tanh")]
+TRY_IT = [("--seed 1", "other random states: the largest score still gets the largest weight"),
+          ("--source-len 10", "ten source words share the attention"),
+          ("--attn-width 1", "a single tanh unit scores every word")]
+
+
+def sizes(args):
+    T, d, n = args.source_len, args.hidden, args.attn_width
+    return too_big(numbers=T * max(d, n) + d * n, work=T * d * n, knobs=("--source-len", "--hidden", "--attn-width"))
+
+
+def main():
+    lesson(lesson_args(__file__, "Bahdanau additive attention over a few encoder states (Week 1, section 2).",
+                       KNOBS, TRY_IT, limits=sizes))
 
 
 if __name__ == "__main__":
