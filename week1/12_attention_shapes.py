@@ -12,19 +12,17 @@ V may have another width d_v, and Z = A V, a weighted mix of the rows of V, has 
 Every shape printed below is read off a tensor the run computed; torch's own
 scaled_dot_product_attention, given the same Q, K, V, returns the same Z.
 
-Setup (the page gives no sizes; these are choices): B = 2 sentences, T = 5 words, d_model
-= 8, and d_k = 4 differing from d_v = 6 so that the two widths cannot be confused (the
-paper's base model has d_k = d_v = 64, where they can). One np.random.default_rng(42)
-draws X, W^Q, W^K, W^V in that order (standard normal; each W divided by sqrt(d_model) to
-keep the scores near variance 1); torch float64, so Z and SDPA's answer differ by about
-1e-16 and the printed gap is 0.00000000 on every CPU.
+Prints every shape beside the page's formula, A's row sums, torch's answer beside Z, and
+a verdict. Setup (the page gives no sizes; these are choices): B = 2, T = 5, d_model = 8,
+d_k = 4 and d_v = 6 (unequal, so the two widths cannot be confused). Notes:
+week1/NOTES.md, section 12.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.records import check
 
 import numpy as np
@@ -43,26 +41,9 @@ def self_attention(X, W_Q, W_K, W_V):
     return {"Q": Q, "K": K, "V": V, "A": A, "Z": Z}
 
 
-def main():
-    parser = lesson_parser(__file__, "The shapes of X, Q, K, V, A and Z in one self-attention head, "
-                           "with d_k different from d_v (Week 1, section 3).", try_it=[
-                               ("--d-k 3 --d-v 7", "other widths: A stays [B, T, T], Z follows d_v"),
-                               ("--tokens 9", "longer sentences: A grows to [B, 9, 9]"),
-                               ("--d-k 6 --d-v 6", "equal widths, as in the paper (d_k = d_v = 64)"),
-                               ("--batch 1 --tokens 1", "one word: A is [1, 1, 1], a single weight of 1")])
-    size = int_range(1, 512)
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
-    parser.add_argument("--batch", type=size, default=2, help="B, sentences")
-    parser.add_argument("--tokens", type=size, default=5, help="T, words per sentence")
-    parser.add_argument("--d-model", type=size, default=8, help="d_model, numbers per word")
-    parser.add_argument("--d-k", type=size, default=4, help="d_k, width of each query and key")
-    parser.add_argument("--d-v", type=size, default=6, help="d_v, width of each value")
-    args = parser.parse_args()
+def lesson(args):
+    """Random words through one head, every shape read off the tensors the run computed."""
     B, T, d_model, d_k, d_v = args.batch, args.tokens, args.d_model, args.d_k, args.d_v
-    check_size(parser, numbers=B * T * max(T, d_model, d_k, d_v),
-               work=B * T * (d_model * (2 * d_k + d_v) + T * (d_k + d_v)) * 2,
-               knobs=("--batch", "--tokens", "--d-model", "--d-k", "--d-v"))
-
     rng = np.random.default_rng(args.seed)
     X = torch.from_numpy(rng.standard_normal((B, T, d_model)))  # [B, T, d_model], float64
     W_Q = torch.from_numpy(rng.standard_normal((d_model, d_k))) / math.sqrt(d_model)  # [d_model, d_k]
@@ -104,6 +85,34 @@ def main():
           threshold=f"every shape as the page writes it; max |Z - SDPA| at most {SAME:g}")
     # A never depends on d_k or d_v: it is T x T, one weight per pair of words. That is why
     # attention costs grow with T^2 (section 7), whatever the head width.
+
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+SIZE = int_range(1, 512)
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the NumPy generator"),
+         knob("--batch", type=SIZE, default=2, help="B, sentences"),
+         knob("--tokens", type=SIZE, default=5, help="T, words per sentence"),
+         knob("--d-model", type=SIZE, default=8, help="d_model, numbers per word"),
+         knob("--d-k", type=SIZE, default=4, help="d_k, width of each query and key"),
+         knob("--d-v", type=SIZE, default=6, help="d_v, width of each value")]
+TRY_IT = [("--d-k 3 --d-v 7", "other widths: A stays [B, T, T], Z follows d_v"),
+          ("--tokens 9", "longer sentences: A grows to [B, 9, 9]"),
+          ("--d-k 6 --d-v 6", "equal widths, as in the paper (d_k = d_v = 64)"),
+          ("--batch 1 --tokens 1", "one word: A is [1, 1, 1], a single weight of 1")]
+
+
+def sizes(args):
+    B, T, d_model, d_k, d_v = args.batch, args.tokens, args.d_model, args.d_k, args.d_v
+    work = 2 * B * T * (d_model * (2 * d_k + d_v) + T * (d_k + d_v))  # the projections, then Q K^T and A V
+    return too_big(numbers=B * T * max(T, d_model, d_k, d_v), work=work,
+                   knobs=("--batch", "--tokens", "--d-model", "--d-k", "--d-v"))
+
+
+def main():
+    lesson(lesson_args(__file__, "The shapes of X, Q, K, V, A and Z in one self-attention head, with d_k different "
+                       "from d_v (Week 1, section 3).", KNOBS, TRY_IT, limits=sizes))
 
 
 if __name__ == "__main__":
