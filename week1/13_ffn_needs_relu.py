@@ -16,20 +16,17 @@ nn.Linear(d_ff, d_model)), sharing the same two Linear layers; act is nn.Identit
 one world and nn.ReLU() in the other. torch stores a Linear's weight as [out, in], so the
 page's W_1 is first.weight transposed.
 
-Setup (the page gives no sizes; these are choices): d_model = 8, d_ff = 32 (the usual
-ratio 4); torch.manual_seed(42), then the two Linear layers with torch's default
-initialisation, then 1,000 random inputs x ~ N(0, 1); float64. "Misses" is the relative
-error of the best single linear map, |Y - (X W + b)| / |Y - mean(Y)| over all inputs
-(0 = exact, 1 = no better than always answering the average). Thresholds of the verdicts:
-the stack is one linear layer if x W + b matches it to 1e-9 (float64 rounding is ~1e-16);
-no linear layer reproduces it if even the best one misses by more than 0.1. GELU, the
-activation of many later models, in place of the ReLU misses by 0.458 (the ReLU: 0.512).
+Prints the two layers' sizes, how far x W + b and the best linear map are from the FFN
+on random inputs with and without the ReLU, and a verdict on each claim.
+Setup (choices; the page gives no sizes): d_model = 8, d_ff = 32, torch's default
+initialisation after torch.manual_seed(42), 1,000 random inputs, float64. Notes:
+week1/NOTES.md, section 13.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.records import check
 
 import torch
@@ -54,29 +51,9 @@ def best_linear_miss(X, Y):
     return ((X1 @ Wb - Y).norm() / (Y - Y.mean(dim=0)).norm()).item()
 
 
-def main():
-    parser = lesson_parser(__file__, "Two linear layers are one linear layer; the ReLU between them "
-                           "breaks that (Week 1, section 6).", try_it=[
-                               ("--seed 7", "other weights and inputs: same verdicts"),
-                               ("--d-model 64 --d-ff 256", "wider layers: 33,088 numbers collapse to "
-                                "4,160 without the ReLU; with it, still no linear map fits"),
-                               ("--d-model 1 --d-ff 4", "one number in, one out: the ReLU FFN is a bent "
-                                "line that no straight line fits")])
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed for the weights and inputs")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=8,
-                        help="d_model, numbers per word (--inputs must be at least 2 x (d_model + 1))")
-    parser.add_argument("--d-ff", type=int_range(1, 4096), default=32, help="d_ff, width of the hidden layer")
-    parser.add_argument("--inputs", type=int_range(2, 100_000), default=1000,
-                        help="random inputs x (at least 2 x (--d-model + 1))")
-    args = parser.parse_args()
+def lesson(args):
+    """The same two layers with and without the ReLU, against one linear layer."""
     d_model, d_ff, N = args.d_model, args.d_ff, args.inputs
-    if N < 2 * (d_model + 1):
-        parser.error(f"--inputs must be at least 2 x (--d-model + 1) = {2 * (d_model + 1)}, so that "
-                     "a linear map cannot fit them just by having enough numbers")
-    check_size(parser, numbers=N * max(d_ff, d_model + 1),
-               work=4 * N * d_model * d_ff + d_model * d_model * d_ff + 2 * N * (d_model + 1) ** 2,
-               knobs=("--inputs", "--d-model", "--d-ff"))
-
     torch.set_num_threads(1)  # small matrices: more threads only add waiting
     torch.manual_seed(args.seed)
     first = nn.Linear(d_model, d_ff, dtype=torch.float64)  # x W_1 + b_1
@@ -116,6 +93,36 @@ def main():
           threshold=f"the best linear map misses by more than {MISSES:g}")
     # The ReLU bends the map: it zeroes each hidden number below 0 and keeps the rest, so
     # the FFN can treat different inputs differently; a stack of linear maps cannot.
+
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+KNOBS = [knob("--seed", type=SEED, default=42, help="torch seed for the weights and inputs"),
+         knob("--d-model", type=int_range(1, 512), default=8,
+              help="d_model, numbers per word (--inputs must be at least 2 x (d_model + 1))"),
+         knob("--d-ff", type=int_range(1, 4096), default=32, help="d_ff, width of the hidden layer"),
+         knob("--inputs", type=int_range(2, 100_000), default=1000,
+              help="random inputs x (at least 2 x (--d-model + 1))")]
+TRY_IT = [("--seed 7", "other weights and inputs: same verdicts"),
+          ("--d-model 64 --d-ff 256", "wider layers: 33,088 numbers collapse to 4,160 without the ReLU; with it, "
+           "still no linear map fits"),
+          ("--d-model 1 --d-ff 4", "one number in, one out: the ReLU FFN is a bent line that no straight line fits")]
+
+
+def limits(args):
+    d_model, d_ff, N = args.d_model, args.d_ff, args.inputs
+    if N < 2 * (d_model + 1):
+        return (f"--inputs must be at least 2 x (--d-model + 1) = {2 * (d_model + 1)}, so that a linear map cannot "
+                "fit them just by having enough numbers")
+    return too_big(numbers=N * max(d_ff, d_model + 1),
+                   work=4 * N * d_model * d_ff + d_model * d_model * d_ff + 2 * N * (d_model + 1) ** 2,
+                   knobs=("--inputs", "--d-model", "--d-ff"))
+
+
+def main():
+    lesson(lesson_args(__file__, "Two linear layers are one linear layer; the ReLU between them breaks that (Week 1, "
+                       "section 6).", KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":
