@@ -27,15 +27,21 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 DPI = 100
 
 
-def figure_path(parser, args, default, ignore=()):
+def figure_path(args, default, *older, ignore=()):
     """Where this run saves its figure: --figure if given; else `default` (a path inside the
-    repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when every knob but
-    those in `ignore` (ones that change what is printed, not what is computed) has its
-    default value (--live is never a knob: a live run prints and saves what the run without
-    it does); else None (not saved)."""
+    repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when the run is at its
+    defaults (args.at_defaults, from common.cli.lesson_args: --live is never a knob, and
+    knobs that change only what is printed do not count); else None (not saved).
+    (The older form figure_path(parser, args, default, ignore) is kept for lessons that
+    still build their own parser.)"""
+    if older:
+        parser, args, default = args, default, older[0]
+        defaults = at_defaults(parser, args, ignore)
+    else:
+        defaults = args.at_defaults
     if args.figure is not None:
         return args.figure
-    if not at_defaults(parser, args, ignore):
+    if not defaults:
         return None
     root = os.environ.get(OUTPUT_ROOT)
     return Path(root) / Path(default).resolve().relative_to(REPO_ROOT) if root else default

@@ -19,36 +19,21 @@ Two measurements, for T = 2, 4, 8, ... words, with torch's real autograd:
     backward passes give it for every word t, so word 1 can also be compared with the
     average word of the sentence.
 
-Setup (the page gives no sizes or weights; these are choices): width d = 16 for words,
-RNN state and attention alike; every weight matrix drawn from N(0, 1/d), the usual
-"keep the size" initialisation (torch's nn.RNN draws uniform(-1/sqrt(d), 1/sqrt(d)), a
-third of that variance, and fades even faster); no biases; one attention head; words
-x_t ~ N(0, 1); 128 random sentences of up to 64 words (the means settle with more
-sentences; at least 32 are required); one torch.Generator seeded 42 draws W_xh, W_hh, W_Q,
-W_K, W_V, then the words; float64 throughout, so the printed sizes (3 significant digits)
-are the same on every CPU; one torch thread, since the matrices are tiny and more threads
-only wait for each other.
-
-What the numbers show. The RNN's reaction to word 1 shrinks by a roughly constant factor
-per step (each step multiplies by tanh' W_hh), so after 64 steps it is about 1e-15 of what
-it was at T = 2. Attention's falls only roughly like 1/T: word 1 is one of T words sharing the
-attention, and it still counts as much as an average word. Larger recurrent weights
-(--rnn-gain 2) keep the RNN's signal alive for longer or make it grow, but the chain stays
-T steps long. Thresholds of the verdicts: the RNN fades if its size at the longest T is
-below 1/1000 of its size at T = 2; attention reaches word 1 as directly as any word if
-word 1 / average word stays within a factor 3 of 1 (1/3..3) at every T. That ratio is a
-little below 1 (the last word also makes the query, so it counts more) and, over 32
-random sentences, wanders down to about 0.5 for some seeds; the RNN's is about 1e-14.
+Prints, for each T, both models' steps and sizes, word 1 against the average word at the
+longest T, and a verdict on each claim; saves the figure.
+Setup (choices; the page gives none): width d = 16, every weight from N(0, 1/d), one
+attention head, 128 random sentences of up to 64 words, float64. Notes: week1/NOTES.md,
+section 10.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, at_defaults, check_size, float_range, int_range, lesson_parser, png_path
+from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import check, outcome, record
+from common.records import check, outcome, record, said
 
 import torch
 
@@ -130,35 +115,9 @@ def plot(Ts, results):
     return fig
 
 
-def main():
-    parser = lesson_parser(__file__, "The slow chain: steps and gradient size from word 1 to "
-                           "word T, for an RNN and for one attention layer (Week 1, section 1).",
-                           try_it=[
-                               ("--rnn-gain 0.5", "smaller recurrent weights: the RNN fades even faster"),
-                               ("--rnn-gain 2", "bigger recurrent weights: the RNN's signal no longer "
-                                "fades by 1000x (that verdict flips), yet the chain is still T steps"),
-                               ("--max-len 128 --sentences 32 --seed 7", "longer sentences, other weights: same story"),
-                               ("--d 4", "narrow words and state: same story")])
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the torch generator")
-    parser.add_argument("--d", type=int_range(2, 32), default=16,
-                        help="d, numbers per word and state (above 16, the size limit may ask for a smaller "
-                        "--max-len or --sentences)")
-    parser.add_argument("--max-len", type=int_range(32, 128), default=64,
-                        help="longest sentence T (above 64, the size limit may ask for fewer --sentences or a "
-                        "smaller --d)")
-    parser.add_argument("--sentences", type=int_range(32, 256), default=128,
-                        help="random sentences the sizes are averaged over (above 128, the size limit may ask for a "
-                        "smaller --d or --max-len)")
-    parser.add_argument("--rnn-gain", type=float_range(0.25, 4.0), default=1.0,
-                        help="scale of W_hh: 1 draws it from N(0, 1/d) like the others")
-    parser.add_argument("--figure", type=png_path, default=None, help="where to save the figure")
-    args = parser.parse_args()
+def lesson(args):
+    """Both models on the same random sentences, for T = 2, 4, 8, ...: steps and sizes."""
     d, S, Ts = args.d, args.sentences, lengths(args.max_len)
-    # per T: d backward passes through both models, each about twice its forward pass
-    check_size(parser, numbers=S * args.max_len * max(d, args.max_len),
-               work=sum(2 * d * S * (5 * T * d * d + 2 * T * T * d) for T in Ts),
-               knobs=("--d", "--max-len", "--sentences"))
-
     torch.set_num_threads(1)  # tiny matrices: more threads only add waiting
     g = torch.Generator().manual_seed(args.seed)
     W_xh, W_hh, W_Q, W_K, W_V = (torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d)
@@ -190,8 +149,7 @@ def main():
 
     chain = all(r[0] == length for length, r in zip(Ts, rnn, strict=True)) and all(a[0] == 1 for a in att)
     print("\nClaim: the RNN needs T steps one after another, attention 1 (path length O(T) vs O(1)).")
-    miss = "CONTRADICTS THE PAGE" if at_defaults(parser, args) else "NOT THE PAGE'S PICTURE at these settings"
-    check("the RNN's path is T steps long, attention's 1", "Verdict: as the page says" if chain else f"Verdict: {miss}",
+    check("the RNN's path is T steps long, attention's 1", f"Verdict: {said(chain)}",
           chain, value=f"RNN {[r[0] for r in rnn]}, attention {[a[0] for a in att]}",
           threshold="RNN steps = T at every T; attention steps = 1")
     fades = rnn[-1][1] < FADED * rnn[0][1]
@@ -206,12 +164,45 @@ def main():
     shares = [a[2] for a in att]
     record("through attention word 1 counts like any word", f"{min(shares):.2f}..{max(shares):.2f}",
            f"within a factor {FACTOR} of the average word at every T", outcome(direct))
-    print("Verdict: as the page says" if fades and direct else
-          f"Verdict: {miss} (RNN fades: {fades}; attention direct: {direct})")
+    print(f"Verdict: {said(True)}" if fades and direct else
+          f"Verdict: {said(False)} (RNN fades: {fades}; attention direct: {direct})")
     # Attention's size falls only like 1/T because T words share its weights; the RNN's
     # falls by a factor at every step, because word 1 has to pass through all of them.
 
-    print(save_figure(plot(Ts, results), figure_path(parser, args, FIGURE)))
+    print(save_figure(plot(Ts, results), figure_path(args, FIGURE)))
+
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the torch generator"),
+         knob("--d", type=int_range(2, 32), default=16, help="d, numbers per word and state (above 16, the size "
+              "limit may ask for a smaller --max-len or --sentences)"),
+         knob("--max-len", type=int_range(32, 128), default=64, help="longest sentence T (above 64, the size limit "
+              "may ask for fewer --sentences or a smaller --d)"),
+         knob("--sentences", type=int_range(32, 256), default=128, help="random sentences the sizes are averaged "
+              "over (above 128, the size limit may ask for a smaller --d or --max-len)"),
+         knob("--rnn-gain", type=float_range(0.25, 4.0), default=1.0,
+              help="scale of W_hh: 1 draws it from N(0, 1/d) like the others")]
+TRY_IT = [("--rnn-gain 0.5", "smaller recurrent weights: the RNN fades even faster"),
+          ("--rnn-gain 2", "bigger recurrent weights: the RNN's signal no longer fades by 1000x (that verdict flips), "
+           "yet the chain is still T steps"),
+          ("--max-len 128 --sentences 32 --seed 7", "longer sentences, other weights: same story"),
+          ("--d 4", "narrow words and state: same story")]
+
+
+def sizes(args):
+    d, S, Ts = args.d, args.sentences, lengths(args.max_len)
+    # per T: d backward passes through both models, each about twice its forward pass
+    return too_big(numbers=S * args.max_len * max(d, args.max_len),
+                   work=sum(2 * d * S * (5 * T * d * d + 2 * T * T * d) for T in Ts),
+                   knobs=("--d", "--max-len", "--sentences"))
+
+
+def main():
+    lesson(lesson_args(__file__, "The slow chain: steps and gradient size from word 1 to word T, for an RNN and for "
+                       "one attention layer (Week 1, section 1).", KNOBS, TRY_IT, limits=sizes,
+                       figure="where to save the figure"))
 
 
 if __name__ == "__main__":
