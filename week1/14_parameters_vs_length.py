@@ -9,28 +9,18 @@ quadruples the score entries", "Attention is not linear in length".
     weight matrices:  W^Q, W^K, W^V, W^O [d, d] each, W_1 [d, f], W_2 [f, d]  -> 4d^2 + 2df
     plus biases:      4d (attention) + f + d (FFN); plus two LayerNorms 4d   -> + f + 9d
 
-torch's nn.TransformerEncoderLayer is counted two ways: only its 2-D parameters (the weight
-matrices: in_proj_weight holds W^Q, W^K, W^V stacked, out_proj.weight is W^O, linear1 and
-linear2 are the FFN), and all of its parameters. Then the same layer is run, by hand with
-its own weights and in plain view, on a 5-word and on a 500-word sentence, and every
-intermediate tensor (an activation) is counted. Each length gets its layer built afresh
-from the same seed, and the two are compared weight by weight: the claim that length does
-not change the weights is measured, not assumed. The by-hand run is checked against the
-torch layer itself on the short sentence.
-
-Setup: the page's sizes d = 512, f = 2048, h = 8; one sentence (B = 1) of 5 and of 500
-words; torch.manual_seed(42), then the layer (dropout 0, post-norm as in the original
-paper and torch's default), then the words x ~ N(0, 1); float64, so the by-hand and torch
-answers differ by about 1e-15 and the printed gap is 0.00000000 on every CPU. A batch of
-B sentences (the page's B) would multiply every activation count by B and leave the
-parameters alone, so one sentence shows the growth in T most plainly.
+Prints torch's encoder layer counted two ways beside the two formulas, then the same
+layer run by hand on a 5-word and a 500-word sentence, every tensor counted, and a
+verdict on each claim. Setup: the page's sizes d = 512, f = 2048, h = 8; the layer built
+afresh from torch.manual_seed(42) for each length, so "the same weights" is measured,
+not assumed; float64. Notes: week1/NOTES.md, section 14.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.printing import n_params
 from common.records import check
 
@@ -100,37 +90,9 @@ SHAPES = {"Q": "[B, T, d]", "K": "[B, T, d]", "V": "[B, T, d]", "scores": "[B, h
           "hidden": "[B, T, f]", "FFN": "[B, T, d]", "Y": "[B, T, d]"}
 
 
-def main():
-    parser = lesson_parser(__file__, "Parameter counts of one encoder layer (weights only and full) "
-                           "and what grows when the sentence gets longer (Week 1, section 7).", try_it=[
-                               ("--short 250 --long 500", "doubling T quadruples the score entries"),
-                               ("--heads 1", "one head: the same parameters, 8 times fewer scores"),
-                               ("--heads 16", "16 heads: the same parameters, twice the scores"),
-                               ("--d-model 64 --d-ff 256 --heads 4 --long 1000",
-                                "a small layer on 1,000 words: the scores are most of the activations")])
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed for the weights and the words")
-    parser.add_argument("--d-model", type=int_range(1, 1024), default=512,
-                        help="d, numbers per word (a multiple of --heads; above 512, the size limit may ask for a "
-                        "smaller --long or --d-ff)")
-    parser.add_argument("--d-ff", type=int_range(1, 4096), default=2048,
-                        help="f, FFN hidden width (above 2,048, the size limit may ask for a smaller --long or "
-                        "--d-model)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=8, help="h, attention heads (must divide --d-model)")
-    parser.add_argument("--short", type=int_range(1, 4096), default=5, help="T of the short sentence (below --long)")
-    parser.add_argument("--long", type=int_range(1, 4096), default=500,
-                        help="T of the long sentence (above --short; above 500, the size limit may ask for a "
-                        "smaller --d-model or --d-ff)")
-    args = parser.parse_args()
+def lesson(args):
+    """The counts, then one layer on a short and a long sentence, every tensor counted."""
     d, f, h, lengths = args.d_model, args.d_ff, args.heads, (args.short, args.long)
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
-    if args.short >= args.long:
-        parser.error(f"--short {args.short} must be less than --long {args.long}")
-    T = args.long
-    check_size(parser, numbers=h * T * T + T * f,
-               work=T * (4 * d * d + 2 * d * f + 2 * T * d) + 4 * d * d + 2 * d * f,
-               knobs=("--long", "--d-model", "--d-ff", "--heads"))
-
     torch.manual_seed(args.seed)
     layer = build_layer(d, h, f)
     matrices = [(name, p) for name, p in layer.named_parameters() if p.dim() == 2]
@@ -199,6 +161,40 @@ def main():
           "ratio)^2, the rest x (T ratio)")
     # The weights are shared by every position, so one set serves any length; the scores
     # hold one number per pair of words per head, so they are what long sentences fill up.
+
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+KNOBS = [knob("--seed", type=SEED, default=42, help="torch seed for the weights and the words"),
+         knob("--d-model", type=int_range(1, 1024), default=512, help="d, numbers per word (a multiple of --heads; "
+              "above 512, the size limit may ask for a smaller --long or --d-ff)"),
+         knob("--d-ff", type=int_range(1, 4096), default=2048, help="f, FFN hidden width (above 2,048, the size "
+              "limit may ask for a smaller --long or --d-model)"),
+         knob("--heads", type=int_range(1, 64), default=8, help="h, attention heads (must divide --d-model)"),
+         knob("--short", type=int_range(1, 4096), default=5, help="T of the short sentence (below --long)"),
+         knob("--long", type=int_range(1, 4096), default=500, help="T of the long sentence (above --short; above "
+              "500, the size limit may ask for a smaller --d-model or --d-ff)")]
+TRY_IT = [("--short 250 --long 500", "doubling T quadruples the score entries"),
+          ("--heads 1", "one head: the same parameters, 8 times fewer scores"),
+          ("--heads 16", "16 heads: the same parameters, twice the scores"),
+          ("--d-model 64 --d-ff 256 --heads 4 --long 1000",
+           "a small layer on 1,000 words: the scores are most of the activations")]
+
+
+def limits(args):
+    d, f, h, T = args.d_model, args.d_ff, args.heads, args.long
+    if d % h:
+        return f"--d-model {d} is not divisible by --heads {h}"
+    if args.short >= args.long:
+        return f"--short {args.short} must be less than --long {args.long}"
+    return too_big(numbers=h * T * T + T * f, work=T * (4 * d * d + 2 * d * f + 2 * T * d) + 4 * d * d + 2 * d * f,
+                   knobs=("--long", "--d-model", "--d-ff", "--heads"))
+
+
+def main():
+    lesson(lesson_args(__file__, "Parameter counts of one encoder layer (weights only and full) and what grows when "
+                       "the sentence gets longer (Week 1, section 7).", KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":
