@@ -8,42 +8,24 @@ S source positions. So the weight table has one row per target word and one colu
 source word: [B, h, T, S]. No causal mask over the source (it is all known already);
 only source padding is hidden.
 
-Setup: the shapes are deterministic; the values (torch.manual_seed(42), randn) do not
-matter. torch's nn.MultiheadAttention returns weights averaged over the heads, [B, T, S],
-unless called with average_attn_weights=False, which gives the page's per-head
-[B, h, T, S].
+Prints every shape, the rows' sums, that no source word is masked, and what source
+padding does. Setup: the shapes are deterministic; the values (torch.manual_seed(42),
+randn) do not matter. Notes: week2/NOTES.md, section 02.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.records import check
 
 import torch
 import torch.nn as nn
 
 
-def main():
-    parser = lesson_parser(__file__, "Shapes of cross-attention from a real torch call (Week 2, section 3).",
-                           try_it=[("--source-len 6 --target-len 3 --heads 1", "the Check-yourself question: "
-                                    "a [3, 6] table"),
-                                   ("--heads 8 --d-model 64", "more heads: one T x S table each")])
-    size = int_range(1, 512)
-    parser.add_argument("--batch", type=size, default=2, help="B, sentence pairs")
-    parser.add_argument("--source-len", type=size, default=5, help="S, source words")
-    parser.add_argument("--target-len", type=size, default=3, help="T, target words")
-    parser.add_argument("--d-model", type=size, default=16, help="d, numbers per word (a multiple of --heads)")
-    parser.add_argument("--heads", type=size, default=4, help="h, heads (must divide --d-model)")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
-    args = parser.parse_args()
+def lesson(args):
+    """Random decoder states read random encoder output through torch's own cross-attention."""
     B, S, T, d, h = args.batch, args.source_len, args.target_len, args.d_model, args.heads
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
-    check_size(parser, numbers=2 * B * h * T * S + B * (S + T) * d,
-               work=4 * B * (S + T) * d * d + 4 * B * T * S * d,
-               knobs=("--batch", "--source-len", "--target-len", "--d-model", "--heads"))
-
     torch.manual_seed(args.seed)
     decoder_states = torch.randn(B, T, d)  # [B, T, d]: the queries' source
     memory = torch.randn(B, S, d)  # [B, S, d]: the encoder's final output
@@ -79,6 +61,32 @@ def main():
               f"padding: its weight={hidden}; rows still sum to {sums.min().item():.6f}..{sums.max().item():.6f}",
               hidden == 0 and (sums - 1).abs().max().item() < 1e-6, value=hidden,
               threshold="the padding's weight exactly 0; rows within 1e-6 of 1")
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = "Shapes of cross-attention from a real torch call (Week 2, section 3)."
+SIZE = int_range(1, 512)
+KNOBS = [knob("--batch", type=SIZE, default=2, help="B, sentence pairs"),
+         knob("--source-len", type=SIZE, default=5, help="S, source words"),
+         knob("--target-len", type=SIZE, default=3, help="T, target words"),
+         knob("--d-model", type=SIZE, default=16, help="d, numbers per word (a multiple of --heads)"),
+         knob("--heads", type=SIZE, default=4, help="h, heads (must divide --d-model)"),
+         knob("--seed", type=SEED, default=42, help="torch seed")]
+TRY_IT = [("--source-len 6 --target-len 3 --heads 1", "the Check-yourself question: a [3, 6] table"),
+          ("--heads 8 --d-model 64", "more heads: one T x S table each")]
+
+
+def limits(args):
+    B, S, T, d, h = args.batch, args.source_len, args.target_len, args.d_model, args.heads
+    if d % h:
+        return f"--d-model {d} is not divisible by --heads {h}"
+    return too_big(numbers=2 * B * h * T * S + B * (S + T) * d, work=4 * B * (S + T) * d * d + 4 * B * T * S * d,
+                   knobs=("--batch", "--source-len", "--target-len", "--d-model", "--heads"))
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":
