@@ -9,18 +9,16 @@ LayerNorm takes mean and variance over the d features of one token: each token a
 BatchNorm takes them over the batch (and time) for one feature at a time: each value
 then depends on the other examples in the batch. With gamma = 1, beta = 0 below.
 
-Setup: the page's own examples. LayerNorm([1, 2, 3]) is printed with
-", ".join(f"{v:.4f}"), which gives the page's -1.2247, 0.0000, 1.2247 (the middle value
-is +0.0, so no "-0.0000"). torch's BatchNorm1d in training mode on one value per channel
-raises the page's ValueError. torch 2.13 refuses eps=0 in training mode, so the by-hand
-BatchNorm uses eps=0 and torch its default 1e-5: both print the page's matrix. The
-[2, 3, 4] tensor for the axis check is rng(42) standard_normal as float32.
+Prints the page's LayerNorm and BatchNorm hand-checks by hand and by torch, what torch
+does with one value per feature, and each norm on a [2, 3, 4] tensor beside torch's;
+saves Figure 2. Setup: the page's own examples; the [2, 3, 4] tensor is rng(42) standard
+normals as float32. Notes: week2/NOTES.md, section 04.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, lesson_parser, png_path
+from common.cli import SEED, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
 from common.records import check, outcome, record
 
@@ -51,46 +49,8 @@ def fmt(values):
     return ", ".join(f"{v:.4f}" for v in values)
 
 
-def plot(shape):
-    """For each norm, colour the cells of a [B, T, d] tensor by the group they are pooled in."""
-    B, T, d = shape
-    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4))
-    for ax, (name, pool) in zip(axes, POOL_AXES.items(), strict=True):
-        kept = [a for a in range(3) if a not in pool]  # a group = one index on the kept axes
-        index = np.indices(shape)  # [3, B, T, d]
-        group = np.ravel_multi_index([index[a] for a in kept], [shape[a] for a in kept])
-        grid = group.reshape(B * T, d)  # rows = tokens (b, t), columns = features
-        n_groups = grid.max() + 1
-        colours = plt.get_cmap("tab20")(PALETTE[name])  # one colour per group
-        ax.imshow(colours[grid], aspect="auto")
-        for r in range(B * T):
-            for c in range(d):
-                ax.text(c, r, f"{name[0]}{grid[r, c] + 1}", ha="center", va="center", fontsize=9)
-        ax.axhline(T - 0.5, color="black", linewidth=2)  # between batch items
-        ax.set_xticks(range(d), [str(c + 1) for c in range(d)])
-        ax.set_yticks(range(B * T), [f"b={r // T + 1}, t={r % T + 1}" for r in range(B * T)])
-        ax.set_xlabel("feature (1..d)")
-        ax.set_ylabel("token (batch item b, position t)")
-        what = "one token's d features" if name == "LayerNorm" else "one feature over B and T"
-        ax.set_title(f"{name}: {n_groups} groups, {grid.size // n_groups} cells each\n"
-                     f"(a group = {what})", fontsize=10)
-    fig.suptitle(f"Which cells share one mean and variance, [B, T, d] = {list(shape)}")
-    fig.text(0.5, 0.02, "same colour and label = one mean and variance (L = LayerNorm group, "
-             "B = BatchNorm group); thick line = next batch item", ha="center")
-    fig.tight_layout(rect=(0, 0.06, 1, 1))
-    return fig
-
-
-def main():
-    parser = lesson_parser(__file__, "LayerNorm vs BatchNorm by hand and with torch, and which axes each "
-                           "pools (Week 2, section 6; saves Figure 2).", try_it=[
-                               ("--seed 7", "another [2, 3, 4] tensor: the by-hand norms still match torch's"),
-                               ("--figure axes.png", "save Figure 2 to axes.png in this directory")])
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the [2, 3, 4] tensor")
-    parser.add_argument("--figure", type=png_path, help="save Figure 2 here; a default run saves it to "
-                        "week2/figures/norm_axes.png")
-    args = parser.parse_args()
-
+def lesson(args):
+    """The page's hand-checks, both norms by hand and by torch, then the axes each pools."""
     token = np.array([1.0, 2.0, 3.0])  # one token, d = 3
     print(f"LayerNorm of one token (1, 2, 3): mean={token.mean():.4f}; variance={token.var():.4f}")
     print(f"  by hand: {fmt(normalize(token, axes=(0,)))}")
@@ -137,7 +97,51 @@ def main():
     # LayerNorm: 6 groups of 4 (each token alone); BatchNorm: 4 groups of 6 (each feature
     # across every token of every example), hence its dependence on the rest of the batch.
 
-    print(save_figure(plot(x.shape), figure_path(parser, args, FIGURE)))
+    print(save_figure(plot(x.shape), figure_path(args, FIGURE)))
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure
+
+def plot(shape):
+    """For each norm, colour the cells of a [B, T, d] tensor by the group they are pooled in."""
+    B, T, d = shape
+    fig, axes = plt.subplots(1, 2, figsize=(9, 4.4))
+    for ax, (name, pool) in zip(axes, POOL_AXES.items(), strict=True):
+        kept = [a for a in range(3) if a not in pool]  # a group = one index on the kept axes
+        index = np.indices(shape)  # [3, B, T, d]
+        group = np.ravel_multi_index([index[a] for a in kept], [shape[a] for a in kept])
+        grid = group.reshape(B * T, d)  # rows = tokens (b, t), columns = features
+        n_groups = grid.max() + 1
+        colours = plt.get_cmap("tab20")(PALETTE[name])  # one colour per group
+        ax.imshow(colours[grid], aspect="auto")
+        for r in range(B * T):
+            for c in range(d):
+                ax.text(c, r, f"{name[0]}{grid[r, c] + 1}", ha="center", va="center", fontsize=9)
+        ax.axhline(T - 0.5, color="black", linewidth=2)  # between batch items
+        ax.set_xticks(range(d), [str(c + 1) for c in range(d)])
+        ax.set_yticks(range(B * T), [f"b={r // T + 1}, t={r % T + 1}" for r in range(B * T)])
+        ax.set_xlabel("feature (1..d)")
+        ax.set_ylabel("token (batch item b, position t)")
+        what = "one token's d features" if name == "LayerNorm" else "one feature over B and T"
+        ax.set_title(f"{name}: {n_groups} groups, {grid.size // n_groups} cells each\n"
+                     f"(a group = {what})", fontsize=10)
+    fig.suptitle(f"Which cells share one mean and variance, [B, T, d] = {list(shape)}")
+    fig.text(0.5, 0.02, "same colour and label = one mean and variance (L = LayerNorm group, "
+             "B = BatchNorm group); thick line = next batch item", ha="center")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
+
+
+DESCRIPTION = ("LayerNorm vs BatchNorm by hand and with torch, and which axes each pools (Week 2, section 6; saves "
+               "Figure 2).")
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the [2, 3, 4] tensor")]
+TRY_IT = [("--seed 7", "another [2, 3, 4] tensor: the by-hand norms still match torch's"),
+          ("--figure axes.png", "save Figure 2 to axes.png in this directory")]
+FIGURE_HELP = "save Figure 2 here; a default run saves it to week2/figures/norm_axes.png"
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP))
 
 
 if __name__ == "__main__":
