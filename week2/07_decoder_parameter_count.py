@@ -11,14 +11,16 @@ cross-attention), one feed-forward net and three LayerNorms:
 The output layer maps each position's d numbers to V vocabulary scores: d x V weights,
 plus V with a bias.
 
-Setup: deterministic; torch modules are built on the "meta" device (shapes only, no
-memory, no random draws), so any size counts instantly.
+Prints the page's table (its tiny layer, then the real one) beside torch's counts, the
+formula against torch, six layers, what a decoder layer adds to an encoder layer, and the
+output layer. Setup: torch's modules are built on the "meta" device (shapes only), so
+any size counts instantly. Notes: week2/NOTES.md, section 07.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range, lesson_parser
+from common.cli import int_range, knob, lesson_args
 from common.printing import n_params
 from common.records import check
 
@@ -33,24 +35,9 @@ def decoder_layer_params(d, f):
     return attention, ffn, norms
 
 
-def main():
-    parser = lesson_parser(__file__, "Decoder-layer parameter formula vs torch's TransformerDecoderLayer, "
-                           "six layers, and the output layer (Week 2, section 4).", try_it=[
-                               ("--d-model 768 --d-ff 3072 --heads 12", "BERT-base widths in a decoder layer"),
-                               ("--vocab 50257", "GPT-2's vocabulary: a much bigger output layer"),
-                               ("--layers 12", "twelve layers: twelve times the layer count")])
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512,
-                        help="d, numbers per word (a multiple of --heads)")
-    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8,
-                        help="h, heads (must divide --d-model; does not change the count)")
-    parser.add_argument("--layers", type=int_range(1, 48), default=6, help="decoder layers")
-    parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")
-    args = parser.parse_args()
+def lesson(args):
+    """The page's table (its tiny layer and the real one), torch's counts, six layers, the output layer."""
     d, f, h, V = args.d_model, args.d_ff, args.heads, args.vocab
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
-
     print("N_layer = 2 (4d^2 + 4d) + (2df + f + d) + 6d")
     print(f"{'size':<16}{'attention (x2)':>16}{'feed-forward':>14}{'3 LayerNorms':>14}"
           f"{'total':>12}{'torch count':>13}")
@@ -81,6 +68,30 @@ def main():
     out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
     print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights; with a bias "
           f"{d * V + V:,} (torch nn.Linear count {n_params(out_layer):,})")
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("Decoder-layer parameter formula vs torch's TransformerDecoderLayer, six layers, and the output layer "
+               "(Week 2, section 4).")
+KNOBS = [knob("--d-model", type=int_range(1, 8192), default=512,
+                                 help="d, numbers per word (a multiple of --heads)"),
+         knob("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width"),
+         knob("--heads", type=int_range(1, 128), default=8,
+                                 help="h, heads (must divide --d-model; does not change the count)"),
+         knob("--layers", type=int_range(1, 48), default=6, help="decoder layers"),
+         knob("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")]
+TRY_IT = [("--d-model 768 --d-ff 3072 --heads 12", "BERT-base widths in a decoder layer"),
+          ("--vocab 50257", "GPT-2's vocabulary: a much bigger output layer"),
+          ("--layers 12", "twelve layers: twelve times the layer count")]
+
+
+def heads_divide(args):
+    return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=heads_divide))
     # The course shorthand "about 4M per layer" is this count rounded.
 
 
