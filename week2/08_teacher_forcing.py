@@ -10,16 +10,16 @@ With gold inputs every position can be trained at once (hence the causal mask). 
 time no gold exists: the decoder feeds on its own guesses, so an early mistake leaks
 into every later input.
 
-Setup (reproduces the page's table exactly): the vocabulary is the tokens 1..9, with 0
-the start symbol BOS. There is no model here: the "model's guesses" are stand-ins drawn
-with np.random.default_rng(42).integers(1, 10, size=4), which gives the page's [1, 7, 6, 4]
-(week2/12_train_tiny_transformer.py has a real model making real guesses).
+Prints the page's table, each step's inputs both ways, and the page's hand-check.
+Setup (the page's table, exactly): tokens 1..9, 0 the start symbol; the "model's guesses"
+are stand-ins from np.random.default_rng(42) (week2/12_train_tiny_transformer.py has a
+real model making real guesses). Notes: week2/NOTES.md, section 08.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args
 from common.records import check
 
 import numpy as np
@@ -32,17 +32,8 @@ def shift_right(tokens, bos=BOS):
     return [bos] + list(tokens[:-1])
 
 
-def main():
-    parser = lesson_parser(__file__, "Teacher-forced vs free-running decoder inputs (Week 2, section 1).",
-                           try_it=[("--gold 5 8 2 9 1", "any target of tokens 1..9: the input is it, shifted"),
-                                   ("--seed 3", "other stand-in guesses")])
-    parser.add_argument("--gold", type=int_range(1, 9), nargs="+", default=[1, 2, 3, 4],
-                        help=f"gold target tokens, up to 20 ({BOS} is the start symbol, so not a target)")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the stand-in guesses")
-    args = parser.parse_args()
-    if len(args.gold) > 20:
-        parser.error(f"--gold takes at most 20 tokens (got {len(args.gold)})")
-
+def lesson(args):
+    """The gold target, its shift, stand-in guesses and the page's hand-check, step by step."""
     gold = args.gold
     print(f"gold target={gold}")
     check("the decoder input is the target shifted right", f"teacher-forced decoder input={shift_right(gold)} "
@@ -64,6 +55,24 @@ def main():
           f"wrongly predicts {step2_guess}: step 3 input under teacher forcing={forced}, "
           f"free-running={shift_right(['A', step2_guess, 'EOS'], 'BOS')[2]}", forced == gold_words[1], value=forced,
           threshold=f"= {gold_words[1]}, the gold token")
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = "Teacher-forced vs free-running decoder inputs (Week 2, section 1)."
+KNOBS = [knob("--gold", type=int_range(1, 9), nargs="+", default=[1, 2, 3, 4],
+                                 help=f"gold target tokens, up to 20 ({BOS} is the start symbol, so not a target)"),
+         knob("--seed", type=SEED, default=42, help="seed of the stand-in guesses")]
+TRY_IT = [("--gold 5 8 2 9 1", "any target of tokens 1..9: the input is it, shifted"),
+          ("--seed 3", "other stand-in guesses")]
+
+
+def at_most_20(args):
+    return f"--gold takes at most 20 tokens (got {len(args.gold)})" if len(args.gold) > 20 else None
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=at_most_20))
 
 
 if __name__ == "__main__":
