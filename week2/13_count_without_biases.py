@@ -17,17 +17,16 @@ every bias, LayerNorm beta included, and keeps W and gamma: 8 d^2 + 2 d f + 3 d.
 The output layer maps d numbers to V scores: d x V weights, plus V with a bias. Tied to
 the embedding [V, d], the two share one tensor, so the model holds V d numbers, not 2 V d.
 
-Setup: d = 512, f = 2048, h = 8, V = 37,000 as on the page; the heads do not change any
-count. Modules are built on torch's "meta" device (shapes only, no memory, no random
-draws), so every size counts instantly and the output is the same on every machine.
-Whether LayerNorm's beta counts as a "bias" is a convention the page leaves open (three
-of its routed questions are marked ambiguous for this reason); both answers are printed.
+Prints the layer's tensors by kind, each kind's formula beside the count walked out of
+torch, the counts an exam's exclusions give, the output layer, tied embeddings, and a
+verdict. Setup: the page's sizes, d = 512, f = 2048, h = 8, V = 37,000, on torch's "meta"
+device (shapes only). Notes: week2/NOTES.md, section 13.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range, lesson_parser
+from common.cli import int_range, knob, lesson_args
 from common.printing import n_params
 from common.records import check, outcome, record
 
@@ -60,25 +59,9 @@ def formulas(d, f):
             KINDS[2]: ("6d", 3 * 2 * d)}
 
 
-def main():
-    parser = lesson_parser(__file__, "One decoder layer counted by kind (weights, biases, LayerNorms), "
-                           "the exam's exclusions beside torch's total, the output layer and tied "
-                           "embeddings (Week 2, section 4).", try_it=[
-                               ("--d-model 4 --d-ff 8 --heads 1", "the page's tiny layer: 260 in all, "
-                                "192 without biases and LayerNorms, small enough to count by hand"),
-                               ("--d-model 768 --d-ff 3072 --heads 12 --vocab 50257",
-                                "GPT-2 small's widths and vocabulary: the biases are still a tiny share of the total"),
-                               ("--heads 1", "one wide head: no count moves")])
-    parser.add_argument("--d-model", type=int_range(1, 8192), default=512,
-                        help="d, numbers per word (a multiple of --heads)")
-    parser.add_argument("--d-ff", type=int_range(1, 32768), default=2048, help="f, feed-forward width")
-    parser.add_argument("--heads", type=int_range(1, 128), default=8, help="h, attention heads (must divide --d-model)")
-    parser.add_argument("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")
-    args = parser.parse_args()
+def lesson(args):
+    """torch's decoder layer walked and sorted by kind, the exclusions exams ask for, the output layer."""
     d, f, h, V = args.d_model, args.d_ff, args.heads, args.vocab
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
-
     layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
     print(f"torch's TransformerDecoderLayer(d={d}, h={h}, f={f}), walked parameter by parameter:")
     print(f"  {'parameter':<30}{'shape':>14}  {'kind':<26}{'numbers':>12}")
@@ -140,6 +123,30 @@ def main():
     # The weight matrices are almost all of a layer; the biases and LayerNorms are a few
     # thousand numbers, which is exactly the gap an exam's "exclude biases" is asking about.
     return 0 if all(checks) else 1
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("One decoder layer counted by kind (weights, biases, LayerNorms), the exam's exclusions beside "
+               "torch's total, the output layer and tied embeddings (Week 2, section 4).")
+KNOBS = [knob("--d-model", type=int_range(1, 8192), default=512,
+                                 help="d, numbers per word (a multiple of --heads)"),
+         knob("--d-ff", type=int_range(1, 32768), default=2048, help="f, feed-forward width"),
+         knob("--heads", type=int_range(1, 128), default=8, help="h, attention heads (must divide --d-model)"),
+         knob("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")]
+TRY_IT = [("--d-model 4 --d-ff 8 --heads 1", "the page's tiny layer: 260 in all, 192 without biases and LayerNorms, "
+           "small enough to count by hand"),
+          ("--d-model 768 --d-ff 3072 --heads 12 --vocab 50257", "GPT-2 small's widths and vocabulary: the biases "
+           "are still a tiny share of the total"),
+          ("--heads 1", "one wide head: no count moves")]
+
+
+def heads_divide(args):
+    return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=heads_divide))
 
 
 if __name__ == "__main__":
