@@ -1,10 +1,10 @@
 """The shared pieces every lesson uses: one call for its command line, the words of a
 verdict and a band, and the records a check hands run_all."""
-import pytest
-
 from common import records
 from common.cli import int_range, knob, lesson_args, too_big
 from common.records import band, check, collected, said
+
+import pytest
 
 KNOBS = [knob("--size", type=int_range(1, 100), default=4, help="a size"),
          knob("--table", action="store_true", help="also print the exact numbers")]

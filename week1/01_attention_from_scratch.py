@@ -69,7 +69,7 @@ TRY_IT = [("--seed 7", "other random words: the rows still sum to 1, the gap sta
           ("--tokens 9 --d-k 64", "longer sentence, wider heads: same story")]
 
 
-def sizes(args):
+def limits(args):
     B, h, T, d_k = args.batch, args.heads, args.tokens, args.d_k
     return too_big(numbers=B * h * T * max(T, d_k), work=2 * B * h * T * T * d_k,
                    knobs=("--batch", "--heads", "--tokens", "--d-k"))
@@ -77,7 +77,7 @@ def sizes(args):
 
 def main():
     lesson(lesson_args(__file__, "Scaled dot-product attention in NumPy vs torch's SDPA (Week 1, section 4).",
-                       KNOBS, TRY_IT, limits=sizes))
+                       KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":

@@ -70,14 +70,14 @@ TRY_IT = [("--seed 1", "other random states: the largest score still gets the la
           ("--attn-width 1", "a single tanh unit scores every word")]
 
 
-def sizes(args):
+def limits(args):
     T, d, n = args.source_len, args.hidden, args.attn_width
     return too_big(numbers=T * max(d, n) + d * n, work=T * d * n, knobs=("--source-len", "--hidden", "--attn-width"))
 
 
 def main():
     lesson(lesson_args(__file__, "Bahdanau additive attention over a few encoder states (Week 1, section 2).",
-                       KNOBS, TRY_IT, limits=sizes))
+                       KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":

@@ -191,7 +191,7 @@ TRY_IT = [("--rnn-gain 0.5", "smaller recurrent weights: the RNN fades even fast
           ("--d 4", "narrow words and state: same story")]
 
 
-def sizes(args):
+def limits(args):
     d, S, Ts = args.d, args.sentences, lengths(args.max_len)
     # per T: d backward passes through both models, each about twice its forward pass
     return too_big(numbers=S * args.max_len * max(d, args.max_len),
@@ -201,7 +201,7 @@ def sizes(args):
 
 def main():
     lesson(lesson_args(__file__, "The slow chain: steps and gradient size from word 1 to word T, for an RNN and for "
-                       "one attention layer (Week 1, section 1).", KNOBS, TRY_IT, limits=sizes,
+                       "one attention layer (Week 1, section 1).", KNOBS, TRY_IT, limits=limits,
                        figure="where to save the figure"))
 
 

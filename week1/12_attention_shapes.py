@@ -103,7 +103,7 @@ TRY_IT = [("--d-k 3 --d-v 7", "other widths: A stays [B, T, T], Z follows d_v"),
           ("--batch 1 --tokens 1", "one word: A is [1, 1, 1], a single weight of 1")]
 
 
-def sizes(args):
+def limits(args):
     B, T, d_model, d_k, d_v = args.batch, args.tokens, args.d_model, args.d_k, args.d_v
     work = 2 * B * T * (d_model * (2 * d_k + d_v) + T * (d_k + d_v))  # the projections, then Q K^T and A V
     return too_big(numbers=B * T * max(T, d_model, d_k, d_v), work=work,
@@ -112,7 +112,7 @@ def sizes(args):
 
 def main():
     lesson(lesson_args(__file__, "The shapes of X, Q, K, V, A and Z in one self-attention head, with d_k different "
-                       "from d_v (Week 1, section 3).", KNOBS, TRY_IT, limits=sizes))
+                       "from d_v (Week 1, section 3).", KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":

@@ -14,26 +14,17 @@ small J shrinks towards 0, while each I + J stays close to I. torch's autograd c
 the gradient of (u . output) for a fixed unit vector u per token, and the size of the
 gradient is read at the input of every sublayer on its way down (1 at the top).
 
-Setup (choices the page does not give): d = 32, f = 4d = 128, 8 token vectors, L = 24
-sublayers (a 12-layer encoder has 24), float64, torch.manual_seed(42). The sublayers are
-torch nn.Linear layers with torch's default initialisation, weights times --scale. With
-those weights a plain sublayer shrinks a gradient by about scale^2 / sqrt(18) = 0.24 on
-average, and a residual one grows it by about sqrt(1 + scale^4 / 18) = 1.03 (the 18 is
-3 x 3 from the initialisation's variance, 1 / (3 fan_in), times 2 because relu keeps
-half). So at --scale 2.06 the plain stack neither shrinks nor grows on average, and the
-residual stack then grows by about sqrt(2) per sublayer. Sizes are root-mean-square over
-the 8 tokens of each token's gradient length.
-Verdict thresholds: the plain stack "vanished" below 1/100 or "exploded" above 100 at the
-input; the residual stack "stayed near 1" within a factor of 4 (1/4 to 4). A third stack
-shows the page's warning: residual wiring around sublayers that have learned to cancel
-their input, F(x) = FFN(x) - x, so that x + F(x) = FFN(x): the shortcut is gone, and so is
-the gradient. Nothing here is trained; the numbers are the same on every CPU.
+Prints the gradient's size at the input of every sublayer, plain and residual, the
+average factor per sublayer, a verdict on each claim, and the cancelling stack; saves a
+figure. Setup (choices): d = 32, f = 128, 8 token vectors, L = 24 sublayers (a 12-layer
+encoder has 24), torch's default nn.Linear weights, float64; nothing is trained. Notes:
+week2/NOTES.md, section 15.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, float_range, int_range, lesson_parser, png_path
+from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
 from common.records import check
@@ -80,53 +71,9 @@ def verdict_words(size):
     return "exploded" if size > EXPLODED or not np.isfinite(size) else "kept its size"
 
 
-def plot(sizes, scale, d):
-    L = len(sizes["plain"]) - 1
-    fig, ax = plt.subplots(figsize=(7.5, 4.6))
-    k = np.arange(L + 1)
-    ax.axhspan(1 / NEAR_ONE, NEAR_ONE, color="tab:blue", alpha=0.08,
-               label=f"near 1 (1/{NEAR_ONE:g} to {NEAR_ONE:g})")
-    ax.axhline(VANISHED, color="0.5", linestyle=":", linewidth=1)
-    ax.axhline(EXPLODED, color="0.5", linestyle=":", linewidth=1, label="lost: below 1/100, above 100")
-    marker = 3 if L <= 50 else 0  # dots for each sublayer while they can be told apart
-    ax.plot(k, sizes["residual"], "o-", color="tab:blue", markersize=marker, label="residual: x + F(x)")
-    ax.plot(k, sizes["plain"], "s-", color="tab:red", markersize=marker, label="plain: F(x)")
-    ax.set_yscale("log")
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel("sublayers the gradient has passed on its way down to the input")
-    ax.set_ylabel("size of the gradient (1 at the top)")
-    ax.set_title(f"Gradient size through {L} random feed-forward sublayer{'s' if L > 1 else ''} "
-                 f"(d = {d}, weights x {scale:g})", fontsize=11)
-    ax.grid(alpha=0.3, which="major")
-    ax.legend(loc="best", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-def main():
-    parser = lesson_parser(__file__, "Gradient size at the input of a deep stack of random sublayers, "
-                           "plain F(x) vs residual x + F(x), with torch autograd (Week 2, section 6; "
-                           "saves a figure).", try_it=[
-                               ("--depth 6", "a shallow stack: the plain gradient is already down to a few "
-                                "ten-thousandths"),
-                               ("--scale 2.06", "sublayers scaled so the plain stack keeps its size on "
-                                "average: now the residual one explodes; the shortcut helps while F is small"),
-                               ("--depth 200", "200 sublayers: even the residual gradient drifts up: "
-                                "an extra path, not a guarantee"),
-                               ("--seed 1", "other random sublayers: the same picture")])
-    parser.add_argument("--depth", type=int_range(1, 300), default=24, help="L, sublayers in the stack")
-    parser.add_argument("--scale", type=float_range(0.01, 4.0), default=1.0,
-                        help="every weight times this (1 = torch's default nn.Linear initialisation)")
-    parser.add_argument("--d-model", type=int_range(4, 256), default=32, help="d; the hidden width is 4d")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch.manual_seed of the sublayers and inputs")
-    parser.add_argument("--figure", type=png_path, default=None,
-                        help="where to save the figure (a run with every other flag at its default "
-                        "saves week2/figures/residual_gradient_depth.png)")
-    args = parser.parse_args()
+def lesson(args):
+    """The same random sublayers wired plain, residual and cancelling; the gradient down each."""
     L, d, scale = args.depth, args.d_model, args.scale
-    check_size(parser, numbers=TOKENS * 4 * d * L, work=3 * 3 * L * TOKENS * 2 * d * 4 * d,
-               knobs=("--depth", "--d-model"))
-
     torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
     torch.manual_seed(args.seed)
     sublayers = []
@@ -181,7 +128,57 @@ def main():
     # sublayers stay small and do not undo it. Real Transformers add LayerNorm and careful
     # initialisation on top.
 
-    print(save_figure(plot(sizes, scale, d), figure_path(parser, args, FIGURE)))
+    print(save_figure(plot(sizes, scale, d), figure_path(args, FIGURE)))
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure
+
+def plot(sizes, scale, d):
+    L = len(sizes["plain"]) - 1
+    fig, ax = plt.subplots(figsize=(7.5, 4.6))
+    k = np.arange(L + 1)
+    ax.axhspan(1 / NEAR_ONE, NEAR_ONE, color="tab:blue", alpha=0.08,
+               label=f"near 1 (1/{NEAR_ONE:g} to {NEAR_ONE:g})")
+    ax.axhline(VANISHED, color="0.5", linestyle=":", linewidth=1)
+    ax.axhline(EXPLODED, color="0.5", linestyle=":", linewidth=1, label="lost: below 1/100, above 100")
+    marker = 3 if L <= 50 else 0  # dots for each sublayer while they can be told apart
+    ax.plot(k, sizes["residual"], "o-", color="tab:blue", markersize=marker, label="residual: x + F(x)")
+    ax.plot(k, sizes["plain"], "s-", color="tab:red", markersize=marker, label="plain: F(x)")
+    ax.set_yscale("log")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_xlabel("sublayers the gradient has passed on its way down to the input")
+    ax.set_ylabel("size of the gradient (1 at the top)")
+    ax.set_title(f"Gradient size through {L} random feed-forward sublayer{'s' if L > 1 else ''} "
+                 f"(d = {d}, weights x {scale:g})", fontsize=11)
+    ax.grid(alpha=0.3, which="major")
+    ax.legend(loc="best", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+DESCRIPTION = ("Gradient size at the input of a deep stack of random sublayers, plain F(x) vs residual x + F(x), "
+               "with torch autograd (Week 2, section 6; saves a figure).")
+KNOBS = [knob("--depth", type=int_range(1, 300), default=24, help="L, sublayers in the stack"),
+         knob("--scale", type=float_range(0.01, 4.0), default=1.0,
+                                 help="every weight times this (1 = torch's default nn.Linear initialisation)"),
+         knob("--d-model", type=int_range(4, 256), default=32, help="d; the hidden width is 4d"),
+         knob("--seed", type=SEED, default=42, help="torch.manual_seed of the sublayers and inputs")]
+TRY_IT = [("--depth 6", "a shallow stack: the plain gradient is already down to a few ten-thousandths"),
+          ("--scale 2.06", "sublayers scaled so the plain stack keeps its size on average: now the residual one "
+           "explodes; the shortcut helps while F is small"),
+          ("--depth 200", "200 sublayers: even the residual gradient drifts up: an extra path, not a guarantee"),
+          ("--seed 1", "other random sublayers: the same picture")]
+
+
+def limits(args):
+    L, d = args.depth, args.d_model
+    return too_big(numbers=TOKENS * 4 * d * L, work=3 * 3 * L * TOKENS * 2 * d * 4 * d, knobs=("--depth", "--d-model"))
+FIGURE_HELP = ("where to save the figure (a run with every other flag at its default saves "
+               "week2/figures/residual_gradient_depth.png)")
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP))
 
 
 if __name__ == "__main__":
