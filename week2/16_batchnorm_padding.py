@@ -11,23 +11,17 @@ padding positions to make one [B, T, d] tensor. BatchNorm takes the mean and var
 each feature over every position of every sentence, padding included: add padding and the
 statistics move, and with them the outputs of the real tokens. LayerNorm takes them over
 the d features of one token, so a real token's output cannot see the padding.
-Below, the same real tokens go through torch's nn.BatchNorm1d and nn.LayerNorm (training
-mode, gamma = 1, beta = 0, eps = 1e-5) once without padding and once with --pad padding
-positions appended to every sentence, and only the real tokens' outputs are compared.
-A third run takes BatchNorm's statistics by hand over the real tokens only (a mask): that
-removes the change, which shows that the statistics were the way in.
-
-Setup (choices the page does not give): 2 sentences of 4 real tokens, d = 8, token
-vectors np.random.default_rng(42).standard_normal, float64; a padding position is a zero
-vector (what nn.Embedding(padding_idx=...) gives). With a learnt padding vector, or with
-position tags added to the padding, BatchNorm's statistics move too, by other amounts.
-Verdict threshold: a change above 1e-6 is a change; float64 rounding is about 1e-16.
+Prints BatchNorm's statistics without and with padding, one token's outputs from both
+norms both ways, the largest change any real token sees, the masked BatchNorm, and a
+verdict. Setup (choices): 2 sentences of 4 real tokens, d = 8, torch's nn.BatchNorm1d and
+nn.LayerNorm in training mode, 5 zero padding vectors per sentence, float64. Notes:
+week2/NOTES.md, section 16.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.printing import vec
 from common.records import check
 
@@ -69,26 +63,9 @@ def real_token_change(norm, x, n_pad):
         return (norm(pad(x, n_pad))[:, :T] - norm(x)).abs().max().item()
 
 
-def main():
-    parser = lesson_parser(__file__, "Padding moves BatchNorm's outputs for the real tokens and leaves "
-                           "LayerNorm's alone, with torch's modules (Week 2, section 6).", try_it=[
-                               ("--pad 0", "no padding: nothing moves, and the verdict says the page's "
-                                "picture is not shown"),
-                               ("--pad 1", "a single padding position already moves BatchNorm"),
-                               ("--batch 32 --tokens 50", "more real tokens: a smaller shift, but not zero"),
-                               ("--seed 7", "other token vectors: same verdict")])
-    parser.add_argument("--batch", type=int_range(1, 256), default=2, help="B, sentences")
-    parser.add_argument("--tokens", type=int_range(1, 512), default=4, help="real tokens per sentence")
-    parser.add_argument("--pad", type=int_range(0, 512), default=5, help="padding positions added to each")
-    parser.add_argument("--d-model", type=int_range(4, 1024), default=8, help="d, numbers per token")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the token vectors")
-    args = parser.parse_args()
+def lesson(args):
+    """The same real tokens through both norms, without and with padding, and BatchNorm masked."""
     B, T, P, d = args.batch, args.tokens, args.pad, args.d_model
-    if B * T < 2:
-        parser.error("BatchNorm needs at least 2 real tokens in the batch: raise --batch or --tokens")
-    check_size(parser, numbers=B * (T + P) * d, work=20 * B * (T + P) * d,
-               knobs=("--batch", "--tokens", "--pad", "--d-model"))
-
     x = torch.from_numpy(np.random.default_rng(args.seed).standard_normal((B, T, d)))  # [B, T, d]
     pads = f"{P} padding position{'s' * (P != 1)}"
     print(f"{B} sentence{'s' * (B != 1)} of {T} real token{'s' * (T != 1)}, d={d}; {pads} (zero vectors) "
@@ -127,6 +104,33 @@ def main():
           f"LayerNorm untouched: {ln_still}", bn_moved and ln_still,
           value=f"BatchNorm {change['BatchNorm']:.4f}, LayerNorm {change['LayerNorm']:.2g}",
           threshold=f"BatchNorm's change above {TOLERANCE:g}, LayerNorm's at most {TOLERANCE:g}")
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("Padding moves BatchNorm's outputs for the real tokens and leaves LayerNorm's alone, with torch's "
+               "modules (Week 2, section 6).")
+KNOBS = [knob("--batch", type=int_range(1, 256), default=2, help="B, sentences"),
+         knob("--tokens", type=int_range(1, 512), default=4, help="real tokens per sentence"),
+         knob("--pad", type=int_range(0, 512), default=5, help="padding positions added to each"),
+         knob("--d-model", type=int_range(4, 1024), default=8, help="d, numbers per token"),
+         knob("--seed", type=SEED, default=42, help="seed of the token vectors")]
+TRY_IT = [("--pad 0", "no padding: nothing moves, and the verdict says the page's picture is not shown"),
+          ("--pad 1", "a single padding position already moves BatchNorm"),
+          ("--batch 32 --tokens 50", "more real tokens: a smaller shift, but not zero"),
+          ("--seed 7", "other token vectors: same verdict")]
+
+
+def limits(args):
+    B, T, P, d = args.batch, args.tokens, args.pad, args.d_model
+    if B * T < 2:
+        return "BatchNorm needs at least 2 real tokens in the batch: raise --batch or --tokens"
+    return too_big(numbers=B * (T + P) * d, work=20 * B * (T + P) * d,
+                   knobs=("--batch", "--tokens", "--pad", "--d-model"))
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
     # In evaluation mode BatchNorm uses running statistics instead, but those were gathered
     # in training, padding and all.
 
