@@ -17,19 +17,17 @@ norm_first=False and norm_first=True. Wrong placements written the same way (the
 LayerNorm inside the branch, x + LN(F(x)); LN2 and LN3 swapped) are compared too: they
 must not match, or the check could not tell placements apart.
 
-Setup (choices the page does not give): d = 8, h = 2, f = 16, 2 sentences of 4 target
-words reading 5 source words; float64, dropout off; torch.manual_seed(42). Every
-parameter, biases and LayerNorm gamma and beta included, is redrawn from N(0, 0.5^2):
-torch starts biases at 0, gamma at 1 and beta at 0, and a bias or a LayerNorm in the
-wrong place could then go unnoticed. The max |...| lines are float64 rounding; the
-verdict calls a gap of at most 1e-6 a match.
+Prints each placement's largest gap to torch's layer with norm_first=False and True, the
+two noise lines, and a verdict. Setup (choices): d = 8, h = 2, f = 16, 2 sentences of 4
+target words reading 5 source words, float64, every parameter redrawn from N(0, 0.5^2).
+Notes: week2/NOTES.md, section 17.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.records import check
 
 import torch
@@ -98,31 +96,9 @@ def norm_in_branch(x, memory, layer):
     return z2 + layer_norm(ffn(z2, layer), layer.norm3)
 
 
-def main():
-    parser = lesson_parser(__file__, "A post-norm decoder layer written out by hand against torch's "
-                           "TransformerDecoderLayer(norm_first=False), pre-norm against norm_first=True, "
-                           "and wrong placements that must not match (Week 2, section 6).", try_it=[
-                               ("--seed 7", "other weights and words: the same placements match"),
-                               ("--d-model 64 --heads 8 --d-ff 256 --tgt-len 10 --src-len 12",
-                                "a bigger layer: still a match at rounding level, the wrong ones still far off"),
-                               ("--tgt-len 1", "one target word: the causal mask hides nothing, placement "
-                                "still matters")])
-    parser.add_argument("--seed", type=SEED, default=42, help="torch.manual_seed of weights and inputs")
-    parser.add_argument("--batch", type=int_range(1, 64), default=2, help="B, sentences")
-    parser.add_argument("--tgt-len", type=int_range(1, 256), default=4, help="T, target words")
-    parser.add_argument("--src-len", type=int_range(1, 256), default=5, help="S, source words (the memory)")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=8,
-                        help="d, numbers per word (a multiple of --heads)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=2, help="h, heads (must divide --d-model)")
-    parser.add_argument("--d-ff", type=int_range(1, 2048), default=16, help="f, feed-forward width")
-    args = parser.parse_args()
+def lesson(args):
+    """One torch decoder layer's weights, the placements written by hand, each against torch's forward."""
     B, T, S, d, h, f = args.batch, args.tgt_len, args.src_len, args.d_model, args.heads, args.d_ff
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
-    check_size(parser, numbers=max(B * h * T * S, B * h * T * T, B * max(T, S) * max(d, f)),
-               work=6 * B * (T * (8 * d * d + 2 * d * f) + S * 2 * d * d + 2 * T * (T + S) * d),
-               knobs=("--batch", "--tgt-len", "--src-len", "--d-model", "--heads", "--d-ff"))  # 6 passes
-
     torch.manual_seed(args.seed)
     kwargs = dict(dropout=0.0, batch_first=True, dtype=torch.float64)
     torch_post = nn.TransformerDecoderLayer(d, h, f, norm_first=False, **kwargs)
@@ -177,6 +153,38 @@ def main():
     # Same weights, same words: only the position of the three LayerNorms differs, and that
     # alone changes the output, so "where the norm goes" is part of the architecture.
     return 0 if post_ok and pre_ok and wrong_apart else 1
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("A post-norm decoder layer written out by hand against torch's "
+               "TransformerDecoderLayer(norm_first=False), pre-norm against norm_first=True, and wrong placements "
+               "that must not match (Week 2, section 6).")
+KNOBS = [knob("--seed", type=SEED, default=42, help="torch.manual_seed of weights and inputs"),
+         knob("--batch", type=int_range(1, 64), default=2, help="B, sentences"),
+         knob("--tgt-len", type=int_range(1, 256), default=4, help="T, target words"),
+         knob("--src-len", type=int_range(1, 256), default=5, help="S, source words (the memory)"),
+         knob("--d-model", type=int_range(1, 512), default=8,
+                                 help="d, numbers per word (a multiple of --heads)"),
+         knob("--heads", type=int_range(1, 64), default=2, help="h, heads (must divide --d-model)"),
+         knob("--d-ff", type=int_range(1, 2048), default=16, help="f, feed-forward width")]
+TRY_IT = [("--seed 7", "other weights and words: the same placements match"),
+          ("--d-model 64 --heads 8 --d-ff 256 --tgt-len 10 --src-len 12", "a bigger layer: still a match at rounding "
+           "level, the wrong ones still far off"),
+          ("--tgt-len 1", "one target word: the causal mask hides nothing, placement still matters")]
+
+
+def limits(args):
+    B, T, S, d, h, f = args.batch, args.tgt_len, args.src_len, args.d_model, args.heads, args.d_ff
+    if d % h:
+        return f"--d-model {d} is not divisible by --heads {h}"
+    return too_big(numbers=max(B * h * T * S, B * h * T * T, B * max(T, S) * max(d, f)),
+                   work=6 * B * (T * (8 * d * d + 2 * d * f) + S * 2 * d * d + 2 * T * (T + S) * d),  # 6 passes
+                   knobs=("--batch", "--tgt-len", "--src-len", "--d-model", "--heads", "--d-ff"))
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":
