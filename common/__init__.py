@@ -2,10 +2,10 @@
 
 The lessons themselves (attention, masks, counts, ...) live in the scripts, not here.
 
-Importing `common` (every script does, before numpy and torch) also turns a missing
-numpy, torch or matplotlib into one line that says how to set up, instead of a traceback;
-makes Ctrl-C end a script with the one word `stopped` (exit status 130, as the shell
-shows it); and lets a script piped into `head` stop quietly.
+Importing `common` (every script does, before numpy and torch) sets one thing up, because
+it must be in place before those imports: a missing numpy, torch or matplotlib becomes one
+line that says how to set up, instead of a traceback (sys.excepthook). Everything else a
+lesson's run needs is done by run(main), the last line of every lesson.
 """
 import os
 import signal
@@ -44,5 +44,16 @@ def _quiet_hook(kind, error, traceback):
 
 
 sys.excepthook = _quiet_hook
-if hasattr(signal, "SIGPIPE"):  # `python script.py | head` ends quietly, as any command-line tool does
-    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+
+
+def run(main):
+    """Run a lesson's main() as a command-line tool runs: piped into `head`, it stops quietly
+    when the pipe closes; Ctrl-C at any moment ends it with the one word `stopped` (the shell
+    shows status 130); once main() has returned, with its output complete, a Ctrl-C no
+    longer interrupts the interpreter's own shutdown. Exits with main()'s status."""
+    if hasattr(signal, "SIGPIPE"):
+        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    status = main()
+    sys.stdout.flush()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # (kept through shutdown: Python resets only its own handlers)
+    sys.exit(status)

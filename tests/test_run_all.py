@@ -2,6 +2,7 @@
 golden file, an unknown name; and it exits 0 only when every script passed."""
 import io
 import os
+import shlex
 import shutil
 import signal
 import subprocess
@@ -481,3 +482,39 @@ def test_update_keeps_the_golden_noise_value_when_only_rounding_moved(repo):
     (repo / "week9" / "01_good.py").write_text("print('a=2')\nprint('max |x - y|=0.00000011')\n")
     assert run(repo, "--update", "week9/01_good")[0] == 0
     assert run_all.golden_path("week9/01_good", repo).read_text() == "a=2\nmax |x - y|=0.00000013\n"
+
+
+# ---------------------------------------------------------------- a lesson's own run: common.run(main)
+
+SLOW_SHUTDOWN = """
+import atexit, sys, time
+sys.path.insert(0, {root!r})
+from common import run
+atexit.register(time.sleep, 2)  # a slow interpreter shutdown, as torch's teardown can be
+
+def main():
+    print("done", flush=True)
+
+run(main)
+"""
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="POSIX process groups")
+def test_ctrl_c_after_the_output_is_complete_lets_the_lesson_end_quietly(tmp_path):
+    script = tmp_path / "lesson.py"
+    script.write_text(SLOW_SHUTDOWN.format(root=str(run_all.ROOT)))
+    process = subprocess.Popen([sys.executable, str(script)], start_new_session=True, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, preexec_fn=default_sigint)
+    assert process.stdout.readline() == "done\n"
+    time.sleep(0.5)  # main() has returned; the interpreter is shutting down
+    os.killpg(process.pid, signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert (process.returncode, err) == (0, "")
+
+
+def test_a_lesson_piped_into_head_stops_quietly(tmp_path):
+    """`python lesson.py | head -1`: the pipe closes after one line; no BrokenPipeError."""
+    lesson = run_all.ROOT / "week1" / "04_encoder_parameter_count.py"
+    pipe = subprocess.run(f"{shlex.quote(sys.executable)} {shlex.quote(str(lesson))} | head -1", shell=True,
+                          capture_output=True, text=True, cwd=tmp_path)
+    assert pipe.stdout.startswith("MHA formula=") and pipe.stderr == ""

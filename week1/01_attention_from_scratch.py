@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.maths import softmax
 from common.records import check
@@ -81,4 +82,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

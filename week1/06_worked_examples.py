@@ -36,6 +36,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common import run
 from common.cli import lesson_parser
 from common.maths import softmax
 from common.printing import n_params
@@ -276,4 +277,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common import run
 from common.cli import SEED, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
 from common.records import check, outcome, record
@@ -145,4 +146,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    run(main)

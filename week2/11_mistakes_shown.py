@@ -64,6 +64,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common import run
 from common.cli import SEED, lesson_parser
 from common.printing import n_params, vec
 from common.report import Finding, Ledger
@@ -723,4 +724,4 @@ def main():
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)
