@@ -11,33 +11,14 @@ inputs are not on the page (the other scores of a question, the options of a
 multiple-choice item) are not computed, and the line says why instead of repeating the
 answer. The script exits 1 if any value disagrees.
 
-Setup: the choices the page does not make.
-- Section 1: the encoder is a plain tanh RNN, torch's nn.RNN with 4 numbers per word and a
-  hidden state of 8, seed 0, random word vectors; c is its last hidden state. An nn.GRU or
-  nn.LSTM, or any width, prints the same: c's size never depends on the sentence's length.
-  The same measurement is run on what an attention model keeps instead (every encoder
-  state), whose size does grow: that line shows the check can say "different".
-- Section 3: the NumPy attention is softmax(Q K^T / sqrt(d_k)) V with d_k the width of Q;
-  the notes' q = 1 example has d_k = 1, so its scores are not changed by the scaling.
-- Section 5: the eight heads are the input's eight slices of 64 numbers (identity
-  projections), each attended with torch's F.scaled_dot_product_attention and glued back
-  with torch.cat; a 10-word sentence (seed 0). The [T, 512] answer is the output shape of
-  torch's nn.MultiheadAttention(512, 8) for sentences of 3 and 10 words.
-- Sections 6 and 7: torch's TransformerEncoderLayer (post-norm, ReLU, biases and affine
-  LayerNorms on), seed 0; parameter counts include biases and LayerNorms where the page's
-  count does (each line says which). The score entries B h T^2 are read from the weights
-  torch's nn.MultiheadAttention(8, 2) returns per head.
-- Check yourself 3 redraws 02_dot_product_variance's numbers: one
-  np.random.default_rng(42), q then k, standard_normal((20000, d_k)), population variance.
-Softmax is the exact softmax in float64. Every value is printed at the page's precision,
-so no line depends on the CPU or thread count.
+Setup: the choices the page does not make are in week1/NOTES.md, section 06.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import lesson_parser
+from common.cli import lesson_args
 from common.maths import softmax
 from common.printing import n_params
 from common.report import Ledger
@@ -260,12 +241,8 @@ def check_yourself(ledger, softmax=softmax, concat=concat_heads):
     ledger.check("5. one encoder layer, d = 512, f = 2048 (torch)", n_params(encoder_layer()), "3,152,384")
 
 
-def main():
-    parser = lesson_parser(__file__, "Recompute every worked number on the Week 1 page and set it "
-                           "beside the page's value.", try_it=[
-                               ("", "read it beside the page: one block per section, one line per value, "
-                                    "agree or DISAGREE")])
-    parser.parse_args()
+def lesson(args):
+    """Every section of the page in its order: its worked values, recomputed."""
     ledger = Ledger()
     print("Week 1 worked examples, recomputed: each computed value beside the page's value")
     for section in (section_1, section_2, section_3, section_4, section_5, section_6, section_7,
@@ -275,6 +252,15 @@ def main():
     # the shapes and counts are read from torch's own modules, not from the page's formulas.
     return ledger.finish()
 
+
+# ---------------------------------------------------------------- optional: Try it
+
+TRY_IT = [("", "read it beside the page: one block per section, one line per value, agree or DISAGREE")]
+
+
+def main():
+    return lesson(lesson_args(__file__, "Recompute every worked number on the Week 1 page and set it beside the "
+                              "page's value.", [], TRY_IT))
 
 if __name__ == "__main__":
     run(main)
