@@ -11,31 +11,7 @@ inputs are not on the page (the executed 4x4 scores, the label-smoothing logits,
 items the page leaves to the question bank) are not computed, and the line says why. The
 script exits 1 if any value disagrees.
 
-Setup: the choices the page does not make.
-- Section 1: a training example is built as a training loop builds it: one sequence
-  [BOS, y_1, ..., y_T], read without its last token (the decoder input) and without its
-  first (the labels). 0 is BOS. The "model's guesses" are 08_teacher_forcing's stand-ins,
-  np.random.default_rng(42).integers(1, 10, size=4); free running reads them in place of
-  the gold words.
-- Section 2: the causal mask is torch's nn.Transformer.generate_square_subsequent_mask
-  (0 where a key is visible, -inf where it is blocked), added to the scores before the
-  softmax, as torch's attention does with a float mask; the page's row is query 2's.
-- Section 3: torch's nn.MultiheadAttention(16, 1) with random decoder states (queries)
-  and encoder states (keys, values), seed 0; one head, so the weights are [B, T, S].
-- Sections 4 and 6: parameter counts are read from torch's TransformerDecoderLayer
-  (biases and LayerNorm gamma/beta on, as the page's table counts them). The page's
-  LayerNorm hand-checks use eps = 0 (done by hand); torch's modules use their default
-  eps = 1e-5, which moves the fifth decimal, below the page's precision (torch's
-  BatchNorm refuses eps = 0 when training). BatchNorm is torch's nn.BatchNorm1d in
-  training mode (batch statistics), without gamma and beta.
-- Section 7: label smoothing by the page's uniform mixture q_i = (1 - eps)[i = y] + eps/V;
-  the other convention gives the gold 1 - eps and shares eps among the other V - 1
-  classes. torch's own target is read from its loss: at logits 0 the gradient of
-  cross_entropy(label_smoothing=0.1) is softmax - q, so q = 1/V - gradient. The page's
-  ratios 1/sqrt(2) are compared as the page writes them: a computed ratio is shown as
-  1/sqrt(2) when it is within 1e-12 of 0.70710678118654..., else as its decimals.
-Every value is printed at the page's precision, so no line depends on the CPU or thread
-count.
+Setup: the choices the page does not make are in week2/NOTES.md, section 09.
 """
 import math
 import sys
@@ -44,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import lesson_parser
+from common.cli import lesson_args
 from common.printing import n_params
 from common.report import Ledger
 
@@ -289,12 +265,8 @@ def check_yourself(ledger, example=training_example, causal_mask=causal_mask,
                  f"{ln_same}, {bn_same}", "True, False")
 
 
-def main():
-    parser = lesson_parser(__file__, "Recompute every worked number on the Week 2 page and set it "
-                           "beside the page's value.", try_it=[
-                               ("", "read it beside the page: one block per section, one line per value, "
-                                    "agree or DISAGREE")])
-    parser.parse_args()
+def lesson(args):
+    """Every section of the page in its order: its worked values, recomputed."""
     ledger = Ledger()
     print("Week 2 worked examples, recomputed: each computed value beside the page's value")
     for section in (section_1, section_2, section_3, section_4, section_5, section_6, section_7,
@@ -304,6 +276,15 @@ def main():
     # the masks, shapes and counts are torch's own.
     return ledger.finish()
 
+
+# ---------------------------------------------------------------- optional: Try it
+
+TRY_IT = [("", "read it beside the page: one block per section, one line per value, agree or DISAGREE")]
+
+
+def main():
+    return lesson(lesson_args(__file__, "Recompute every worked number on the Week 2 page and set it beside the "
+                              "page's value.", [], TRY_IT))
 
 if __name__ == "__main__":
     run(main)
