@@ -327,9 +327,12 @@ def _run_forked(path, argv, out_file, err_file, cwd, env):
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
-    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
-    for fd, file in ((1, out_file), (2, err_file)):
-        os.dup2(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    try:
+        os.dup2(os.open(os.devnull, os.O_RDONLY), 0)
+        for fd, file in ((1, out_file), (2, err_file)):
+            os.dup2(os.open(file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), fd)
+    except OSError:  # its caller has already given up on it (its scratch folder is gone)
+        os._exit(1)
     sys.stdout = open(1, "w", encoding="utf-8", closefd=False)
     sys.stderr = open(2, "w", encoding="utf-8", closefd=False)
     os.chdir(cwd)
@@ -379,7 +382,10 @@ def serve():
     signal.signal(signal.SIGCHLD, lambda *_: None)
 
     def say(text):
-        os.write(1, (text + "\n").encode())
+        try:
+            os.write(1, (text + "\n").encode())
+        except BrokenPipeError:  # run_all is gone: so is every run it asked for
+            stop()
 
     while reading or children:
         ready = select.select([0, wake_r] if reading else [wake_r], [], [])[0]
@@ -531,11 +537,13 @@ def check_folder(root=ROOT):
     return root / "build" / "check"
 
 
-def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_result=None):
+def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_result=None, halt=None):
     """Run jobs (Job, or (path, argv) pairs), up to `workers` at once, in the order given;
     return a Result per job, in that order. on_result(i, result), if given, hears of each
     job as it ends. Forked runs share one fork server per setting; where the OS cannot fork
-    (Windows), or with fresh=True, every run is a new interpreter."""
+    (Windows), or with fresh=True, every run is a new interpreter. halt: a threading.Event;
+    once it is set, the runs still going are stopped and the rest are not started (their
+    results stay None)."""
     jobs = [job if isinstance(job, Job) else Job(Path(job[0]), tuple(job[1])) for job in jobs]
     cwd = check_folder(root)
     cwd.mkdir(parents=True, exist_ok=True)
@@ -546,6 +554,11 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_re
         try:
             pending = list(enumerate(jobs))
             while pending or running:
+                if halt is not None and halt.is_set():
+                    for job_id, run in list(running.items()):
+                        run.runner.kill(job_id) if isinstance(run.runner, ForkServer) else run.runner.kill()
+                        run.killed = True
+                    pending = []
                 while pending and len(running) < workers:
                     i, job = pending.pop(0)
                     files = [os.path.join(scratch, f"{i}.{part}") for part in ("out", "err", "records")]

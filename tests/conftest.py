@@ -88,6 +88,7 @@ class SharedRuns:
 
     def __init__(self):
         self.results, self.ended, self.problem = {}, {}, None
+        self.halt, self.thread = threading.Event(), None
 
     def start(self, wanted, display):
         if not wanted:
@@ -103,7 +104,14 @@ class SharedRuns:
         for run in skipped:
             self.ended[run].set()  # read as None: the test skips
         order = [run for run in order if run not in skipped]
-        threading.Thread(target=self._run, args=(order, display, seconds), daemon=True).start()
+        self.thread = threading.Thread(target=self._run, args=(order, display, seconds), daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        """At the session's end: stop the runs no test is waiting for any more."""
+        if self.thread is not None:
+            self.halt.set()
+            self.thread.join(timeout=60)
 
     def _run(self, order, display, seconds):
         def ended(i, result):
@@ -111,7 +119,9 @@ class SharedRuns:
             self.ended[order[i]].set()
 
         try:
-            run_all.run_scripts([run.job(display) for run in order], on_result=ended)
+            run_all.run_scripts([run.job(display) for run in order], on_result=ended, halt=self.halt)
+            if self.halt.is_set():
+                return  # stopped early: these timings are not whole
             seconds.update({str(run): round(self.results[run].cpu or self.results[run].seconds, 2) for run in order})
             TIMINGS.parent.mkdir(parents=True, exist_ok=True)
             TIMINGS.write_text(json.dumps(seconds, indent=0, sort_keys=True), encoding="utf-8")
@@ -154,10 +164,13 @@ def virtual_display():
 
 
 def reads(item):
-    """The runs a collected test reads."""
+    """The runs a collected test reads. A test asking for `outputs` reads every default run,
+    unless it is parametrized by a script's name: then that script's."""
     wanted = {run for marker in item.iter_markers("reads") for run in marker.args}
     if "outputs" in getattr(item, "fixturenames", ()):
-        wanted |= set(DEFAULT_RUNS.values())
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        named = {str(value).removesuffix(".py") for value in params.values()} & set(DEFAULT_RUNS)
+        wanted |= {DEFAULT_RUNS[name] for name in named} if named else set(DEFAULT_RUNS.values())
     return wanted
 
 
@@ -175,6 +188,10 @@ def pytest_collection_finish(session):
         return
     wanted = set().union(*map(reads, session.items)) if session.items else set()
     SHARED.start(wanted, virtual_display() if any(run.window for run in wanted) else None)
+
+
+def pytest_sessionfinish(session, exitstatus):
+    SHARED.stop()
 
 
 @pytest.fixture(scope="session")
