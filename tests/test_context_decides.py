@@ -1,9 +1,18 @@
-"""week1/15_context_decides: its attention is torch's, its Adam is torch's, its data keeps
-the page's sentence out of training, its figure shows the trained model's weights, its
-verdicts turn when the adjective carries no hint or is hidden, and its default output is
-the same bytes under the kernel settings that change training trajectories."""
+"""week1/15_context_decides: its attention is torch's (and the run says so in a noise line
+the check judges, so a dropped 1/sqrt(d_k) fails the check itself), its Adam is torch's, its
+answer is reached through layer 2's weights alone, its data keeps the page's sentence out of
+training and a run that trains on it says so, its random labels carry no rule, each kind of
+sentence is counted at its own noun, every threshold of its verdicts is pinned by a value on
+each side, its figure shows the trained model's weights, its verdicts turn when the adjective
+carries no hint or is hidden, and its default output is the same bytes under the kernel
+settings that change training trajectories (tests/test_portability.py runs the whole check
+under each of them)."""
+import contextlib
+import io
 import math
 import sys
+
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
 
 import numpy as np
 import pytest
@@ -11,12 +20,22 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, load_script
+import run_all
+from tests.conftest import SCRIPTS, lesson_run, load_script
 
 NAME = "week1/15_context_decides"
-PAGE_SAYS = "Verdict: as the page says: same sentence, context decides (held-out: 96/96 right, 96/96 looking"
-# Byte-stability under other kernel settings: tests/test_portability.py runs the whole check
-# under each of them, this lesson included.
+DEFAULT = lesson_run(NAME)
+HIDDEN = lesson_run(NAME, "--hide-adjective")
+RANDOM = lesson_run(NAME, "--labels", "random")
+TOO_FEW = lesson_run(NAME, "--steps", "3")
+ONE_KIND = {adjectives: lesson_run(NAME, "--adjectives", *adjectives) for adjectives in (("tired", "scared"),
+                                                                                         ("wide", "busy"))}
+PAGE_SAYS = ("Verdict: as the page says: same sentence, context decides (held-out: 96/96 right, 90% needed; 48/48 "
+             "and 48/48 looking hardest at the noun, 90% of each kind needed; tired -> chicken, wide -> road)")
+CHECKS = ["no held-out sentence is trained on", "attention by hand is torch's", "held-out answers right",
+          "held-out, animal adjectives: it looks hardest at the animal",
+          "held-out, place adjectives: it looks hardest at the place", "the page's sentence with too tired",
+          "the page's sentence with too wide", "same sentence, context decides"]
 
 
 @pytest.fixture(scope="module")
@@ -46,11 +65,15 @@ def trained(cd):
         torch.set_num_threads(threads)
 
 
-def run_main(monkeypatch, capsys, cd, *argv):
-    """The lesson's main() in this process with these arguments; what it printed."""
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-    cd.main()
-    return capsys.readouterr().out
+def run_main(cd, *argv):
+    """The lesson's main() in this process (for a planted mistake): what it printed, and the
+    records of its checks by name."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
+        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
+        with contextlib.redirect_stdout(out):
+            cd.main()
+    return out.getvalue(), {r["name"]: r for r in records}
 
 
 def verdict(out):
@@ -96,6 +119,45 @@ def test_one_asking_word_is_sdpa_and_the_scale_matters(cd):
                                F.scaled_dot_product_attention(Q, K, V, attn_mask=hidden), rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("heads, hide", [(4, False), (4, True), (1, False), (1, True)])
+def test_the_torch_twin_is_the_same_attention(cd, heads, hide):
+    """torch_attention(), which the run compares with, hands back what attention() does,
+    weights included (torch's attention over one-hot values)."""
+    torch.manual_seed(2)
+    Q, K, V = (torch.randn(3, n, 32, dtype=torch.float64) for n in (cd.T, cd.T, cd.T))
+    mask = cd.key_mask(hide)
+    for mine, theirs in zip(cd.attention(Q, K, V, heads, mask), cd.torch_attention(Q, K, V, heads, mask), strict=True):
+        torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-12)
+
+
+class NoSqrt:
+    """math with sqrt returning 1: the script's `/ math.sqrt(d_k)` dropped."""
+    def __getattr__(self, name):
+        return (lambda x: 1.0) if name == "sqrt" else getattr(math, name)
+
+
+@pytest.mark.parametrize("hide", [False, True])
+def test_the_printed_comparison_with_torch_fails_on_a_dropped_scale(cd, trained, monkeypatch, hide):
+    """The run's noise line on the trained model: float64 rounding as written, far above the
+    check's ceiling with `/ math.sqrt(d_k)` dropped from the hand-written attention."""
+    model, _ = trained
+    held = cd.make_data(42, 1)[2]
+    gap = cd.by_hand_vs_torch(model, held, hide)
+    assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
+    monkeypatch.setattr(cd, "math", NoSqrt())
+    broken = cd.by_hand_vs_torch(model, held, hide)
+    assert broken > 1e-2 and not run_all.is_noise(f"{broken:.8f}")
+
+
+def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
+    """End to end: with `/ math.sqrt(d_k)` dropped, the run's noise line is over the check's
+    ceiling (run_all refuses it by name) and its record contradicts the page."""
+    monkeypatch.setattr(cd, "math", NoSqrt())
+    out, records = run_main(cd, "--steps", "5")
+    assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
+    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
+
+
 def test_adam_step_is_torch_optim_adam(cd):
     torch.manual_seed(0)
     mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
@@ -118,10 +180,21 @@ def test_the_answer_is_the_word_pointing_the_same_way(cd):
     word, that word scores SHARPNESS and wins; the scores are SHARPNESS x cosine."""
     model = cd.build_model(0)
     words = cd.unit_words(model)
-    torch.testing.assert_close(words.norm(dim=-1), torch.ones(cd.V))
+    torch.testing.assert_close(words.norm(dim=-1), torch.ones(cd.N_WORDS))
     chicken = words[cd.ID["chicken"]]
     scores = cd.SHARPNESS * chicken @ words.T
     assert scores.argmax().item() == cd.ID["chicken"] and scores.max().item() == pytest.approx(cd.SHARPNESS)
+
+
+def test_the_answer_has_no_road_but_layer_2s_weights(cd, trained):
+    """What the run says of its picture: the scores are SHARPNESS x (sum_j alpha_j u_j) . u_w,
+    so given the sentence's words, "it"'s layer-2 weights alone decide the answer."""
+    model, _ = trained
+    tokens = cd.make_data(42, 1)[2]
+    with torch.no_grad():
+        scores, _, alpha2 = cd.forward(model, tokens)
+        words = cd.unit_words(model)
+        torch.testing.assert_close(scores, cd.SHARPNESS * (alpha2[:, None, :] @ words[tokens])[:, 0] @ words.T)
 
 
 # ---------------------------------------------------------------- the data
@@ -172,6 +245,55 @@ def test_held_out_sentences_never_occur_in_the_training_batches(cd, labels):
         for row in held_tokens.tolist()]
 
 
+def test_a_run_counts_the_held_out_sentences_it_trains_on(cd):
+    """trained_on() finds every held-out sentence in batches drawn from all 768 sentences, and
+    none in the lesson's own batches."""
+    tokens, _, held = cd.all_sentences()
+    train_tokens, _, held_tokens, _ = cd.make_data(42, cd.STEPS)
+    assert cd.trained_on(train_tokens, held_tokens) == 0
+    everything = tokens[torch.from_numpy(np.random.default_rng(0).integers(0, len(tokens), (80, cd.BATCH)))]
+    assert cd.trained_on(everything, held_tokens) == cd.trained_on(everything, tokens[held]) > 40
+    assert cd.trained_on(tokens[None], held_tokens) == 96
+
+
+def train_on_everything(cd):
+    """make_data with the planted mistake: the batches drawn from all 768 sentences."""
+    def make_data(seed, steps, labels="meaning"):
+        tokens, meaning, held = cd.all_sentences()
+        picks = torch.from_numpy(np.random.default_rng(seed).integers(0, len(tokens), size=(steps, cd.BATCH)))
+        return tokens[picks], meaning[picks], tokens[held], meaning[held]
+    return make_data
+
+
+def test_training_on_the_held_out_sentences_turns_the_check(cd, monkeypatch, tmp_path):
+    """Trained on all 768 sentences, held-out ones included: the answer counts do not change
+    (the split cannot show where a noun stands), but the count of held-out sentences in the
+    batches does, and with it the verdict, at the defaults."""
+    monkeypatch.setattr(cd, "make_data", train_on_everything(cd))
+    out, records = run_main(cd, "--figure", str(tmp_path / "f.png"))
+    leaked = records["no held-out sentence is trained on"]
+    assert leaked["outcome"] == CONTRADICTS and leaked["value"] > 0
+    assert f"  held-out sentences among the 5,120 sentences of the training batches: {leaked['value']}" in out
+    assert verdict(out) == (f"Verdict: CONTRADICTS THE PAGE ({leaked['value']} held-out sentences were trained on)")
+    assert records["held-out answers right"]["value"] == 96  # what the split alone could not tell
+
+
+@pytest.mark.parametrize("seed", [0, 42])
+def test_random_labels_carry_no_rule(cd, seed):
+    """--labels random: a coin per sentence, so each adjective's sentences have the animal as
+    the answer about half the time (not a coin per adjective, a rule the model could learn);
+    with the meaning, always for an animal adjective, never for a place one."""
+    meaning = cd.animal_shares(*cd.make_data(seed, cd.STEPS)[:2])
+    assert meaning.tolist() == [1.0] * 6 + [0.0] * 6
+    random = cd.animal_shares(*cd.make_data(seed, cd.STEPS, "random")[:2])
+    assert ((0.25 < random) & (random < 0.75)).all(), random
+    tokens, labels = (t.reshape(-1, *t.shape[2:]) for t in cd.make_data(seed, cd.STEPS, "random")[:2])
+    for noun_at in (cd.ANIMAL_AT, cd.PLACE_AT):  # nor a rule by noun
+        for noun in tokens[:, noun_at].unique():
+            share = (labels[tokens[:, noun_at] == noun] == noun).double().mean().item()
+            assert 0.25 < share < 0.75
+
+
 def test_a_hidden_adjective_changes_nothing_it_could_know(cd):
     model = cd.build_model(0)
     tired, wide = (cd.encode(cd.sentence_words("chicken", "road", a))[None] for a in ("tired", "wide"))
@@ -190,13 +312,18 @@ def test_leaning_needs_two_thirds(cd):
     clear = [0.0] * cd.T
     clear[cd.ANIMAL_AT] = 0.97
     line, holds = cd.page_verdict("tired", words, clear, "chicken")
-    assert line == "tired -> it leans on chicken (more than two thirds of its attention); the model answers " \
+    assert line == "tired -> it leans on chicken (more than 2/3 of its attention); the model answers " \
                    "\"chicken\"" and holds
     assert not cd.page_verdict("tired", words, clear, "road")[1]  # leans right, answers wrong
     hedge = [0.0] * cd.T
     hedge[cd.ANIMAL_AT], hedge[cd.PLACE_AT] = 0.51, 0.49
     line, holds = cd.page_verdict("tired", words, hedge, "chicken")
-    assert "it leans on no word" in line and not holds
+    assert line.startswith("tired -> it leans on no word (none gets more than 2/3 of its attention)") and not holds
+    for weight, leans in ((0.66, None), (0.67, "chicken")):  # the threshold, 2/3, pinned on both sides
+        near = [0.0] * cd.T
+        near[cd.ANIMAL_AT], near[cd.PLACE_AT] = weight, 1 - weight
+        assert cd.leans_on(words, near) == leans
+        assert cd.page_verdict("tired", words, near, "chicken")[1] == (leans == "chicken")
     assert [cd.bar(w) for w in (0.0, 0.09, 0.1, 0.55, 0.9, 0.999, 1.0)] == [
         ".", ".", "#", "#####", "#########", "#########", "#########"]
 
@@ -237,19 +364,56 @@ def test_figure_shows_where_it_looks(cd, trained):
         cd.plt.close(fig)
 
 
-# ---------------------------------------------------------------- the verdicts turn
+# ---------------------------------------------------------------- what decides a verdict
 
-def test_default_verdict_is_the_pages(monkeypatch, capsys, cd, tmp_path):
-    out = run_main(monkeypatch, capsys, cd, "--figure", str(tmp_path / "f.png"))
-    assert verdict(out).startswith(PAGE_SAYS)
-    assert "  tired -> it leans on chicken (more than two thirds of its attention); the model answers " \
-           "\"chicken\": as the page says" in out.splitlines()
-    assert "  \"what is it?\" answered with the noun it means: 96/96" in out.splitlines()
-    assert (tmp_path / "f.png").stat().st_size > 10_000
+def test_each_kind_is_counted_at_its_own_noun(cd, trained):
+    """The animal-adjective line counts looks at the animal, the place line at the place: with
+    the two kinds' rows swapped, or "it" always at the animal, a line falls to 0/48."""
+    model, final = trained
+    tokens = cd.make_data(42, 1)[2]
+    adjectives = [cd.VOCAB[t] for t in tokens[:, cd.ADJECTIVE_AT].tolist()]
+    assert final["animal"].tolist() == [a in cd.FITS_ANIMAL for a in adjectives]
+    assert cd.looks_by_kind(final) == {"animal": (48, 48), "place": (48, 48)}
+    at_animal = dict(final, top=torch.full((96,), cd.ANIMAL_AT))
+    assert cd.looks_by_kind(at_animal) == {"animal": (48, 48), "place": (0, 48)}
+    assert cd.looks_by_kind(dict(final, animal=~final["animal"])) == {"animal": (0, 48), "place": (0, 48)}
 
 
-def test_a_hidden_adjective_turns_the_verdicts(monkeypatch, capsys, cd):
-    out = run_main(monkeypatch, capsys, cd, "--hide-adjective")
+def test_the_verdicts_thresholds_are_pinned_on_both_sides(cd):
+    """90% of the answers right (87/96 is enough, 86/96 is not), 90% of each kind looking at
+    the noun (44/48, not 43/48), no held-out sentence trained on, both page lines."""
+    good = {"animal": (44, 48), "place": (44, 48)}
+    assert cd.reasons(0, 87, 96, good, [True, True]) == []
+    assert cd.reasons(0, 86, 96, good, [True, True]) == ["fewer than 90% of the held-out answers right"]
+    for kinds in ({"animal": (43, 48), "place": (48, 48)}, {"animal": (48, 48), "place": (43, 48)}):
+        assert cd.reasons(0, 96, 96, kinds, [True, True]) == [
+            "\"it\" looks hardest at the noun it means in fewer than 90% of them"]
+    assert cd.reasons(1, 96, 96, good, [True, True]) == ["1 held-out sentences were trained on"]
+    assert cd.reasons(0, 96, 96, good, [True, False]) == ["the page's sentence not as the page says"]
+
+
+# ---------------------------------------------------------------- the runs
+
+@pytest.mark.reads(DEFAULT)
+def test_default_verdict_is_the_pages(runs):
+    result = runs[DEFAULT]
+    lines = result.stdout.splitlines()
+    assert verdict(result.stdout) == PAGE_SAYS
+    assert "  tired -> it leans on chicken (more than 2/3 of its attention); the model answers \"chicken\": as the " \
+           "page says" in lines
+    assert "  \"what is it?\" answered with the noun it means: 96/96" in lines
+    assert "  held-out sentences among the 5,120 sentences of the training batches: 0" in lines
+    assert [r["name"] for r in result.records] == CHECKS
+    assert {r["outcome"] for r in result.records} == {UPHOLDS}
+    thresholds = {r["name"]: r["threshold"] for r in result.records}
+    assert thresholds["held-out answers right"] == "at least 90% of 96"  # formatted from ACCURATE, LOOKS, LEANS
+    assert thresholds["held-out, place adjectives: it looks hardest at the place"] == "at least 90% of 48"
+    assert thresholds["the page's sentence with too tired"].startswith("more than 2/3 of its attention on chicken")
+
+
+@pytest.mark.reads(HIDDEN)
+def test_a_hidden_adjective_turns_the_verdicts(runs):
+    out = runs[HIDDEN].stdout
     lines = out.splitlines()
     assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
     # Without the adjective tired and wide look alike to "it": one answer for both, so on
@@ -261,25 +425,33 @@ def test_a_hidden_adjective_turns_the_verdicts(monkeypatch, capsys, cd):
     assert wide.endswith("not as the page says (the page: it leans on road)")
     assert "    tired/wide    (hidden)      (hidden)" in lines
     assert "figure not saved" in lines[-1]
+    records = {r["name"]: r["outcome"] for r in runs[HIDDEN].records}
+    assert records["held-out answers right"] == records["same sentence, context decides"] == CONTRADICTS
 
 
-def test_answers_without_a_hint_turn_the_verdicts(monkeypatch, capsys, cd):
-    out = run_main(monkeypatch, capsys, cd, "--labels", "random")
+@pytest.mark.reads(RANDOM)
+def test_answers_without_a_hint_turn_the_verdicts(runs):
+    out = runs[RANDOM].stdout
     right = next(line for line in out.splitlines() if "answered with the noun it means" in line)
     assert int(right.split(": ")[1].split("/")[0]) < 0.7 * 96  # about half: a coin toss
     assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings (fewer than 90% of the "
                                    "held-out answers right")
+    shares = next(line for line in out.splitlines() if line.startswith("  each adjective the animal in "))
+    low, high = (int(word.rstrip("%")) for word in shares.split()[5:8:2])
+    assert 25 < low <= high < 75, shares  # the coin carries no rule
 
 
-def test_too_few_steps_is_not_the_pages_picture(monkeypatch, capsys, cd):
-    out = run_main(monkeypatch, capsys, cd, "--steps", "3")
-    assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
+@pytest.mark.reads(TOO_FEW)
+def test_too_few_steps_is_not_the_pages_picture(runs):
+    assert verdict(runs[TOO_FEW].stdout).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
 
 
-@pytest.mark.parametrize("adjectives", [("tired", "scared"), ("wide", "busy")])
-def test_two_adjectives_of_one_kind_test_nothing_about_context(monkeypatch, capsys, cd, adjectives):
+@pytest.mark.reads(*ONE_KIND.values())
+@pytest.mark.parametrize("adjectives", list(ONE_KIND))
+def test_two_adjectives_of_one_kind_test_nothing_about_context(runs, adjectives):
     """Both adjectives mean the same noun: the sentence never changes its meaning, so "context
     decides" cannot be seen either way, whatever the training reached."""
-    out = run_main(monkeypatch, capsys, cd, "--adjectives", *adjectives)
-    assert verdict(out).startswith(f"Verdict: not tested at these settings: \"too {adjectives[0]}\" and "
-                                   f"\"too {adjectives[1]}\" both mean the ")
+    result = runs[ONE_KIND[adjectives]]
+    assert verdict(result.stdout).startswith(f"Verdict: not tested at these settings: \"too {adjectives[0]}\" and "
+                                             f"\"too {adjectives[1]}\" both mean the ")
+    assert {r["name"]: r["outcome"] for r in result.records}["same sentence, context decides"] == NOT_TESTED

@@ -1,11 +1,18 @@
-"""week1/16_heads_take_roles: its attention is torch's, its knock-out is a head's output
-zeroed, its Adam is torch's, its data answers the two questions it says; trained, its heads
-take the two roles its figure shows; its role verdicts turn with one head or a one-look
-task; and its output is the same bytes under the kernel settings that change training
-trajectories."""
+"""week1/16_heads_take_roles: its attention is torch's (and the run says so in a noise line
+the check judges), its knock-out is a head's output zeroed, its Adam is torch's; it scores
+only held-out words (whose sentence so far was never trained on), counts a clash only where
+the two answers are two different nouns, and judges the noun head on the first noun, so a
+head on the latest noun fails; every threshold and condition of its verdicts is pinned by a
+value on each side; trained, its heads take the two roles its figure shows, another seed
+swaps them, and its role verdicts turn with one head or a one-look task. Its output is the
+same bytes under the kernel settings that change training trajectories
+(tests/test_portability.py runs the whole check under each of them)."""
 import contextlib
 import io
+import re
 import sys
+
+from common.records import CONTRADICTS, UPHOLDS, collected
 
 import numpy as np
 import pytest
@@ -13,11 +20,23 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, load_script
+import run_all
+from tests.conftest import SCRIPTS, lesson_run, load_script
 
 NAME = "week1/16_heads_take_roles"
-PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or more): head 1: as the page says",
-              "Verdict: another looks at the nouns (share 0.50 or more): head 2: as the page says"]
+DEFAULT = lesson_run(NAME)
+ONE_HEAD = lesson_run(NAME, "--heads", "1")
+PREVIOUS_ONLY = lesson_run(NAME, "--task", "previous-only")
+SWAPPED = lesson_run(NAME, "--seed", "0")  # a seed whose head 2 takes the word just before (measured)
+PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or more, under 0.20 on the first",
+              "  noun): head 1: as the page says",
+              "Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share 0.50 or",
+              "  more, under 0.20 on the word just before): head 2: as the page says"]
+CHECKS = ["attention by hand is torch's", "held-out words: blanks filled right",
+          "held-out words with two different nouns: blanks filled right", "head 1 takes one role",
+          "head 2 takes one role", "a head looks at the word just before", "another head looks at the first noun",
+          "all heads: blanks filled right", "head 1 knocked out: blanks filled right",
+          "head 2 knocked out: blanks filled right", "knocking out a role breaks its blank only"]
 
 
 @pytest.fixture(scope="module")
@@ -34,25 +53,32 @@ def keep_torch_threads():
 
 
 def run_main(ht, *argv):
-    """The script's main() in this process with these arguments: what it printed, and the
-    model it trained."""
-    trained, out, train = [], io.StringIO(), ht.train
-    with pytest.MonkeyPatch.context() as monkeypatch:
-        monkeypatch.setattr(ht, "train", lambda *args: trained.append(train(*args)) or trained[-1])
+    """The script's main() in this process with these arguments (for a planted mistake):
+    what it printed, and the records of its checks."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
         monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
         with contextlib.redirect_stdout(out):
             ht.main()
-    return out.getvalue(), trained[0]
+    return out.getvalue(), {r["name"]: r for r in records}
 
 
 @pytest.fixture(scope="module")
-def default_run(ht, tmp_path_factory):
-    """The default run, its figure sent to a scratch folder: what it printed, and its model."""
-    return run_main(ht, "--figure", str(tmp_path_factory.mktemp("figure") / "heads.png"))
+def trained(ht):
+    """The default run's data and model, trained in this process."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        stream, held = ht.training_and_held_out(42, ht.STEPS)
+        return stream, held, ht.train(42, ht.HEADS, "both", stream)
+    finally:
+        torch.set_num_threads(threads)
 
 
 def verdicts(out):
-    return [line for line in out.splitlines() if line.startswith("Verdict:")]
+    """Each Verdict line with the indented line that carries it on."""
+    lines = out.splitlines()
+    return [line + "\n" + lines[n + 1] for n, line in enumerate(lines) if line.startswith("Verdict:")]
 
 
 # ---------------------------------------------------------------- the pieces against torch's
@@ -84,6 +110,7 @@ def test_attention_is_torchs_multihead_attention_with_a_causal_mask(ht, heads):
     torch.testing.assert_close(alpha, their_alpha, rtol=0, atol=1e-12)
     torch.testing.assert_close(alpha.sum(-1), torch.ones(3, heads, 7, dtype=torch.float64))
     assert alpha[..., future].abs().max().item() == 0  # the future gets exactly 0
+    torch.testing.assert_close(ht.torch_self_attention(x, weights, heads), theirs, rtol=0, atol=1e-12)  # the twin
 
 
 def per_head_sdpa(weights, x, heads, scale=None, is_causal=True, zeroed=()):
@@ -112,11 +139,34 @@ def test_attention_is_sdpa_and_the_comparison_catches_the_classic_mistakes(ht):
     assert (mine - per_head_sdpa(weights, x, heads, is_causal=False)).abs().max().item() > 1e-2
 
 
-def test_a_mask_one_place_off_fails_the_comparison(ht, monkeypatch):
-    weights, heads = random_weights(), 2
-    x = torch.randn(2, 6, 8, dtype=torch.float64)
-    monkeypatch.setattr(ht, "MASK", torch.triu(torch.full((17, 17), -torch.inf), diagonal=2))  # sees 1 word ahead
-    assert (ht.self_attention(x, weights, heads)[0] - per_head_sdpa(weights, x, heads)).abs().max().item() > 1e-2
+class NoSqrt:
+    """math with sqrt returning 1: the script's `/ math.sqrt(d_k)` dropped."""
+    def __getattr__(self, name):
+        return (lambda x: 1.0) if name == "sqrt" else getattr(__import__("math"), name)
+
+
+@pytest.mark.parametrize("mistake", ["no 1/sqrt(d_k)", "mask one place off"])
+def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained, monkeypatch, mistake):
+    """The run's own noise line: at most 1e-6 as written (float64 rounding), and far above the
+    check's ceiling with the classic mistakes planted in the hand-written attention."""
+    _, held, model = trained
+    gap = ht.by_hand_vs_torch(model, held, ht.HEADS)
+    assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
+    if mistake == "no 1/sqrt(d_k)":
+        monkeypatch.setattr(ht, "math", NoSqrt())
+    else:
+        monkeypatch.setattr(ht, "MASK", torch.triu(torch.full((17, 17), -torch.inf), diagonal=2))  # sees 1 ahead
+    broken = ht.by_hand_vs_torch(model, held, ht.HEADS)
+    assert broken > 1e-2 and not run_all.is_noise(f"{broken:.8f}")
+
+
+def test_a_dropped_scale_fails_the_check_itself(ht, monkeypatch):
+    """End to end: with `/ math.sqrt(d_k)` dropped, the run's noise line is over the check's
+    ceiling, so run_all refuses it by name, and its record contradicts the page."""
+    monkeypatch.setattr(ht, "math", NoSqrt())
+    out, records = run_main(ht, "--steps", "5")
+    assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
+    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
 @pytest.mark.parametrize("knock_out", [(0,), (1,), (2,), (1, 3)])
@@ -126,8 +176,8 @@ def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
     knocked = ht.self_attention(x, weights, heads, knock_out)[0]
     torch.testing.assert_close(knocked, per_head_sdpa(weights, x, heads, zeroed=knock_out), rtol=0, atol=1e-12)
     assert (knocked - ht.self_attention(x, weights, heads)[0]).abs().max().item() > 1e-2  # it did something
-    # The orientation the script prints: in torch's out_proj.weight (W_O transposed) the
-    # knocked-out head's numbers are columns.
+    # The same knock-out in torch's module: its out_proj.weight holds W_O transposed, so there
+    # the knocked-out head's numbers are columns.
     mha, d_k = torch_mha(weights, heads), 8 // heads
     with torch.no_grad():
         for h in knock_out:
@@ -163,6 +213,10 @@ def test_positions_are_week2_03s_table_and_the_mask_hides_the_future(ht):
 
 # ---------------------------------------------------------------- the data
 
+def encode(ht, text):
+    return torch.tensor([[ht.WORDS.index(w) for w in text.split()]])
+
+
 def test_the_two_blanks_and_the_row_kinds_are_what_the_script_says(ht):
     tokens = ht.make_sentences(np.random.default_rng(5), 300)
     before, first, first_at = ht.answers(tokens)
@@ -179,12 +233,21 @@ def test_the_two_blanks_and_the_row_kinds_are_what_the_script_says(ht):
             want_first = ht.WORDS.index(words[first_noun]) if first_noun is not None else ht.NONE
             assert (before[k, i].item(), first[k, i].item()) == (want_before, want_first)
             both = i > 0 and first_noun is not None
-            clash = both and words[i - 1] in nouns and first_noun < i - 1
-            telling = both and words[i - 1] not in nouns and first_noun < i
+            clash = both and words[i - 1] in nouns and words[i - 1] != words[first_noun]  # two noun words
+            telling = both and words[i - 1] not in nouns and sum(w in nouns for w in words[:i]) >= 2
             assert (kinds["answerable"][k, i].item(), kinds["clash"][k, i].item(),
                     kinds["telling"][k, i].item()) == (both, clash, telling)
         assert (before[k, len(words):] == ht.NONE).all() and (first[k, len(words):] == ht.NONE).all()
-    assert kinds["clash"].sum() > 100 and kinds["telling"].sum() > 500  # both kinds are common
+    assert kinds["clash"].sum() > 100 and kinds["telling"].sum() > 200  # both kinds are common
+
+
+def test_one_noun_word_twice_is_no_clash(ht):
+    """"the cat saw the cat and": at "and" both blanks are "cat", one noun word; with another
+    noun second, it is a clash."""
+    same, other = (ht.row_kinds(encode(ht, f"the cat saw the {noun} and the"))["clash"][0]
+                   for noun in ("cat", "dog"))
+    assert not same.any()
+    assert other.nonzero()[:, 0].tolist() == [5]  # at "and"
 
 
 def test_held_out_sentences_are_unseen(ht):
@@ -194,29 +257,161 @@ def test_held_out_sentences_are_unseen(ht):
     assert len(held) == ht.HELD_OUT and not seen & {tuple(row) for row in held.tolist()}
 
 
+def test_seen_in_training_marks_every_word_whose_sentence_so_far_was_trained_on(ht):
+    """Brute force: the words so far, tokens[k, :i + 1], against the start of every training
+    sentence; a causal model's answer at such a word was trained on."""
+    stream, held = ht.training_and_held_out(3, 40)
+    seen = ht.seen_in_training(held[:150], stream)
+    rows = [[t for t in row if t != ht.PAD] for row in stream.reshape(-1, ht.T_MAX).tolist()]
+    for k, row in enumerate(held[:150].tolist()):
+        length = sum(t != ht.PAD for t in row)
+        want = [any(r[:i + 1] == row[:i + 1] for r in rows) for i in range(length)]
+        assert seen[k, :length].tolist() == want
+        assert not seen[k, length:].any()
+    assert seen[:, 0].all() and not seen[:, -1].any()  # every first word was trained on; no whole sentence
+    kinds = ht.row_kinds(held[:150], seen)
+    assert not (kinds["answerable"] & seen).any() and kinds["answerable"].any()
+
+
+@pytest.mark.parametrize("seed", [0, 7, 42])
+def test_the_example_word_has_two_different_nouns_and_held_out_rows(ht, seed):
+    """What main() says of its example ("Here the answers are two different nouns") and of its
+    rows (the first ones begin training sentences, the rest are held out), at several seeds."""
+    stream, held = ht.training_and_held_out(seed, ht.STEPS)
+    seen = ht.seen_in_training(held, stream)
+    k, i = ht.example_sentence(held, seen)
+    before, first, _ = ht.answers(held[k:k + 1])
+    assert ht.IS_NOUN[before[0, i]] and ht.IS_NOUN[first[0, i]] and before[0, i] != first[0, i]
+    assert not seen[k, i] and seen[k, 0]
+
+
+# ---------------------------------------------------------------- which head looks where
+
+def looking_at(ht, tokens, target):
+    """A two-head attention [N, 2, T, T] where head 1 puts all its weight on the word just
+    before and head 2 on target(i, words) (a position, or None: on itself)."""
+    N, T = tokens.shape
+    alpha = torch.zeros(N, 2, T, T)
+    for k, row in enumerate(tokens.tolist()):
+        for i in range(T):
+            alpha[k, 0, i, max(i - 1, 0)] = 1
+            at = target(i, [ht.WORDS[t] in ht.KINDS["noun"] for t in row])
+            alpha[k, 1, i, i if at is None else at] = 1
+    return alpha
+
+
+def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
+    """Judged through the lesson's own rows and shares: a head on the first noun takes the
+    noun role, a head on the latest noun (or one spread over every earlier noun) does not."""
+    tokens = ht.make_sentences(np.random.default_rng(5), 400)
+    rows = ht.row_kinds(tokens)["telling"]
+
+    def first(i, noun):
+        return next((j for j in range(i + 1) if noun[j]), None)
+
+    def latest(i, noun):
+        return next((j for j in range(i - 1, -1, -1) if noun[j]), None)
+
+    assert ht.roles(ht.looks(looking_at(ht, tokens, first), tokens, rows)) == ["before", "nouns"]
+    on_latest = ht.looks(looking_at(ht, tokens, latest), tokens, rows)
+    assert on_latest[1][1] < ht.LOW and ht.roles(on_latest) == ["before", None]
+    spread = looking_at(ht, tokens, first)
+    nouns = ht.IS_NOUN[tokens][:, None, :] & torch.tril(torch.ones(tokens.shape[1], tokens.shape[1]), -1).bool()
+    spread[:, 1] = nouns / nouns.sum(-1, keepdim=True).clamp(min=1)  # evenly over the nouns before
+    assert ht.roles(ht.looks(spread, tokens, rows))[1] is None
+
+
+def test_role_thresholds_are_pinned_on_both_sides(ht):
+    """A role: ROLE (0.50) or more on one look and under LOW (0.20) on the other."""
+    assert ht.roles([(0.50, 0.19), (0.19, 0.50)]) == ["before", "nouns"]
+    assert ht.roles([(0.49, 0.0), (0.0, 0.49), (0.60, 0.20), (0.20, 0.60)]) == [None] * 4
+    assert [ht.share_band(s) for s in (0.19, 0.20, 0.49, 0.50)] == ["under 0.20", "0.20 to 0.50", "0.20 to 0.50",
+                                                                    "0.50 or more"]
+    assert [ht.band(s) for s in (0.81, 0.80, 0.50, 0.49)] == ["above 80%", "50% to 80%", "50% to 80%", "below 50%"]
+    assert ht.ROLE_RULE == "share 0.50 or more on one look, under 0.20 on the other"  # formatted from them
+
+
+def knocked(all_a=1.0, prev=(0.3, 0.99), noun=(0.99, 0.2), all_b=1.0):
+    """What measure() finds, made up: head 1 on the word before, head 2 on the first noun."""
+    return {"roles": ["before", "nouns"], "all": {"a": all_a, "b": all_b},
+            "knocked": [((0,), {"a": prev[0], "b": prev[1]}), ((1,), {"a": noun[0], "b": noun[1]})]}
+
+
+def test_the_knock_out_verdict_needs_every_condition(ht):
+    """"Breaks its blank (below 50%) and leaves the other above 80%, where all heads had it
+    above 80%", for both roles: each condition, just missed, turns the verdict."""
+    both = ("a", "b")
+    assert ht.blends(knocked(), both)
+    assert ht.blends(knocked(prev=(0.49, 0.81), noun=(0.81, 0.49)), both)
+    for wrong in (knocked(prev=(0.50, 0.99)), knocked(prev=(0.3, 0.80)),  # not broken; the other not left
+                  knocked(noun=(0.99, 0.50)), knocked(noun=(0.80, 0.2)),
+                  knocked(all_a=0.80), knocked(all_b=0.80)):  # never right to begin with
+        assert not ht.blends(wrong, both)
+    assert not ht.blends(knocked(), ("a",))  # a blank not trained
+    one_role = knocked()
+    one_role["roles"] = ["before", None]
+    assert not ht.blends(one_role, both)
+    # each knock-out row on its own: its role's blank below 50%, the other above 80%
+    roles = ["before", "nouns"]
+    assert ht.knock_out_holds((0,), {"a": 0.49, "b": 0.81}, roles, both) is True
+    assert ht.knock_out_holds((0,), {"a": 0.49, "b": 0.80}, roles, both) is False
+    assert ht.knock_out_holds((1,), {"a": 0.81, "b": 0.50}, roles, both) is False
+    assert ht.knock_out_holds((0,), {"a": 0.1, "b": 0.9}, [None, "nouns"], both) is None  # no role: not tested
+    assert ht.filled({"a": 0.81, "b": 0.81}, both) and not ht.filled({"a": 0.81, "b": 0.80}, both)
+
+
 # ---------------------------------------------------------------- the trained model
 
-def test_default_run_prints_the_pages_picture(default_run):
-    out = default_run[0]
-    assert verdicts(out) == PAGE_ROLES + [
-        "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head the other"]
-    assert "  way round: each word's new vector gets both heads' findings, through W_O: as the page says" in out
+@pytest.mark.reads(DEFAULT)
+def test_default_run_prints_the_pages_picture(runs):
+    result = runs[DEFAULT]
+    out = result.stdout
+    assert verdicts(out) == ["\n".join(PAGE_ROLES[:2]), "\n".join(PAGE_ROLES[2:]),
+                             "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head "
+                             "the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
+                             "as the page says"]
     assert "  head 1 knocked out              below 50%         above 80%" in out
     assert "  head 2 knocked out              above 80%         below 50%" in out
+    assert [r["name"] for r in result.records] == CHECKS
+    assert {r["outcome"] for r in result.records} == {UPHOLDS}
 
 
-def test_figure_shows_each_head_on_its_role(ht, default_run):
-    model = default_run[1]
-    _, held = ht.training_and_held_out(42, ht.STEPS)
-    sentence = ht.example_sentence(held)
-    head_roles = ht.measure(model, held, ht.HEADS)["roles"]
+@pytest.mark.reads(DEFAULT)
+def test_the_printed_counts_are_the_held_out_words(ht, runs):
+    """The printed word counts are those of a brute-force count of the words never trained
+    on; the sentence the figure and the table show says where its held-out rows begin."""
+    out = runs[DEFAULT].stdout
+    stream, held = ht.training_and_held_out(42, ht.STEPS)
+    seen = ht.seen_in_training(held, stream)
+    before, first, _ = ht.answers(held)
+    held_out = (before != ht.NONE) & (first != ht.NONE) & ~seen
+    two_nouns = held_out & ht.IS_NOUN[before.clamp(min=0)] & (before != first)
+    assert f"  every word with both answers ({int(held_out.sum()):,} words) " in out
+    assert f"  words whose two answers are different nouns ({int(two_nouns.sum()):,}) " in out
+    k, _ = ht.example_sentence(held, seen)
+    words = [ht.WORDS[t] for t in held[k].tolist() if t != ht.PAD]
+    new_from = seen[k].tolist().index(False)
+    assert f'"{" ".join(words[:new_from])}", also begin training sentences: only its rows from ' \
+           f'"{words[new_from]}" on are held out.' in out
+
+
+def test_figure_shows_each_head_on_its_role(ht, trained):
+    stream, held, model = trained
+    seen = ht.seen_in_training(held, stream)
+    k, _ = ht.example_sentence(held, seen)
+    sentence = held[k][held[k] != ht.PAD]
+    head_roles = ht.measure(model, held, ht.HEADS, seen)["roles"]
     assert head_roles == ["before", "nouns"]
-    fig = ht.plot(ht.attention_maps(model, sentence, ht.HEADS), sentence, head_roles)
+    new_from = seen[k].tolist().index(False)
+    fig = ht.plot(ht.attention_maps(model, sentence, ht.HEADS), sentence, head_roles, new_from)
     shown = [np.asarray(ax.images[0].get_array()) for ax in fig.axes[:ht.HEADS]]
     words = [ht.WORDS[t] for t in sentence.tolist()]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == words
     assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == words
-    assert "word just before" in fig.axes[0].get_title() and "nouns" in fig.axes[1].get_title()
+    assert "word just before" in fig.axes[0].get_title() and "first noun" in fig.axes[1].get_title()
+    assert f'its rows from "{words[new_from]}" on\n(below the dashed line) are held out' in fig.get_suptitle()
+    for ax in fig.axes[:ht.HEADS]:  # the dashed line between the rows trained on and the held-out ones
+        assert [tuple(line.get_ydata()) for line in ax.lines] == [(new_from - 0.5, new_from - 0.5)]
     ht.plt.close(fig)
     T, first = len(words), [w in ht.KINDS["noun"] for w in words].index(True)
     for weights in shown:
@@ -227,20 +422,34 @@ def test_figure_shows_each_head_on_its_role(ht, default_run):
     assert shown[1].argmax(1).tolist() != shown[0].argmax(1).tolist()  # the check can fail
 
 
-@pytest.mark.parametrize("argv, turned", [
-    (["--heads", "1"], ["no head does: NOT THE PAGE'S PICTURE at these settings"] * 2),
-    (["--task", "previous-only"], ["as the page says", "no head does: NOT THE PAGE'S PICTURE at these settings"]),
+@pytest.mark.reads(DEFAULT, SWAPPED)
+def test_other_seeds_swap_the_roles(runs):
+    """"(which head takes which role depends on the starting weights: other seeds swap them)":
+    at seed 0 head 2 takes the word just before and head 1 the first noun."""
+    line = "  (which head takes which role depends on the starting weights: other seeds swap them)"
+    heads = []
+    for run in (DEFAULT, SWAPPED):
+        out = runs[run].stdout
+        assert line in out.splitlines() and {r["outcome"] for r in runs[run].records} == {UPHOLDS}
+        heads.append([re.search(r"\): head (\d): as the page says", v).group(1) for v in verdicts(out)[:2]])
+    assert heads == [["1", "2"], ["2", "1"]]
+
+
+@pytest.mark.reads(ONE_HEAD, PREVIOUS_ONLY)
+@pytest.mark.parametrize("run, turned", [
+    (ONE_HEAD, ["no head does: NOT THE PAGE'S PICTURE at these settings"] * 2),
+    (PREVIOUS_ONLY, ["as the page says", "no head does: NOT THE PAGE'S PICTURE at these settings"]),
 ])
-def test_one_head_or_a_one_look_task_turns_the_role_verdicts(ht, argv, turned):
-    out, _ = run_main(ht, *argv)
+def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
+    out = runs[run].stdout
+    records = {r["name"]: r["outcome"] for r in runs[run].records}
     for line, ending in zip(verdicts(out)[:2], turned, strict=True):
         assert line.endswith(ending), line
     assert "NOT THE PAGE'S PICTURE at these settings" in out.split("way round:")[1].splitlines()[0]
     assert "CONTRADICTS THE PAGE" not in out
-    if argv[1] == "1":  # one head: where the two answers are two different nouns, blank (a) fails
+    assert records["knocking out a role breaks its blank only"] == CONTRADICTS
+    assert records["another head looks at the first noun"] == CONTRADICTS
+    if run == ONE_HEAD:  # one head: where the two answers are two different nouns, blank (a) fails
         line = next(x for x in out.splitlines() if x.startswith("  words whose two answers are different nouns"))
         assert line.split(")")[-1].split() == ["below", "50%", "above", "80%"]
-
-
-# Byte-stability under other kernel settings: tests/test_portability.py runs the whole check
-# under each of them, this lesson included.
+        assert records["held-out words with two different nouns: blanks filled right"] == CONTRADICTS
