@@ -170,3 +170,23 @@ def test_placement_verdict_and_its_flips(monkeypatch, capsys):
     assert status == 1 and "post-norm matches: False" in verdicts[0]
     status, verdicts = run_main(NEW[4], [], monkeypatch, capsys, norm_in_branch=module.post_norm)
     assert status == 1 and "the wrong placements all differ: False" in verdicts[0]
+
+
+# week2/04: the table's "train vs evaluation"
+
+def test_train_and_evaluation_lines_flip_for_a_norm_that_behaves_otherwise(monkeypatch, capsys):
+    """A BatchNorm that keeps no running statistics (evaluation uses the batch, as in training)
+    moves by 0: its line says no; the LayerNorm line holds only while it moves by nothing."""
+    from common.records import collected
+
+    module = load_script("week2/04_norm_axes")
+    real = module.nn.BatchNorm1d
+    monkeypatch.setattr(module.nn, "BatchNorm1d", lambda *a, **k: real(*a, **{**k, "track_running_stats": False}))
+    monkeypatch.setattr(sys, "argv", ["04_norm_axes.py", "--figure", "/dev/null.png"])
+    monkeypatch.setattr(module, "save_figure", lambda fig, path: "figure skipped")
+    with collected() as got:
+        module.main()
+    outcomes = {r["name"]: r["outcome"] for r in got}
+    assert outcomes["BatchNorm in evaluation uses its running statistics"] == "contradicts the page"
+    assert outcomes["LayerNorm is the same computation in training and evaluation"] == "upholds the page"
+    assert module.SAME == 1e-12

@@ -21,11 +21,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
+from common.printing import readable
 from common.records import check, outcome, record
 
 import numpy as np
 import torch
 import torch.nn as nn
+
+SAME = 1e-12  # float64 rounding is about 1e-16: a larger change is a different computation
 
 FIGURE = Path(__file__).resolve().parent / "figures" / "norm_axes.png"
 # Axes of a [B, T, d] tensor that one mean/variance is pooled over.
@@ -97,6 +100,24 @@ def lesson(args):
         print(f"max |by hand - torch {name}|={np.abs(mine - by_torch.detach().numpy()).max():.8f}")
     # LayerNorm: 6 groups of 4 (each token alone); BatchNorm: 4 groups of 6 (each feature
     # across every token of every example), hence its dependence on the rest of the batch.
+
+    # The table's "train vs evaluation": the same tensor through each module in both modes.
+    moved = {}
+    for name, module, shaped in (("LayerNorm", nn.LayerNorm(4), lambda t: t),
+                                 ("BatchNorm", nn.BatchNorm1d(4), lambda t: t.transpose(1, 2))):
+        t = shaped(torch.from_numpy(x.astype(np.float64)))
+        module = module.double()
+        trained = module.train()(t)  # BatchNorm: this batch's statistics (and a first update of its running ones)
+        evaluated = module.eval()(t)  # BatchNorm: the running statistics gathered so far
+        moved[name] = (trained - evaluated).abs().max().item()
+    print("train vs evaluation mode, the same [2, 3, 4] tensor through each module:")
+    still = "not at all: the same numbers" if moved["LayerNorm"] == 0 else f"by {readable(moved['LayerNorm'])}"
+    check("LayerNorm is the same computation in training and evaluation", f"  LayerNorm's output moves {still}",
+          moved["LayerNorm"] <= SAME, value=moved["LayerNorm"],
+          threshold=f"moves by at most {SAME:g}")
+    check("BatchNorm in evaluation uses its running statistics", f"  BatchNorm's output moves by "
+          f"{readable(moved['BatchNorm'])} (evaluation uses the running mean and variance, not this batch's)",
+          moved["BatchNorm"] > SAME, value=moved["BatchNorm"], threshold=f"moves by more than {SAME:g}")
 
     print(save_figure(plot(x.shape), figure_path(args, FIGURE)))
 
