@@ -291,3 +291,42 @@ def test_the_by_hand_layer_is_torchs_layer_at_other_sizes():
         torch.testing.assert_close(out, layer(X), rtol=0, atol=1e-12)
     assert acts["scores"].shape == (2, 3, 11, 11) and acts["hidden"].shape == (2, 11, 40)
     assert np.isclose(acts["A"].sum(-1), 1).all()
+
+
+# ---------------------------------------------------------------- week1/04: every printed claim has a guard
+
+def week1_04_outcomes(monkeypatch, *argv, **replace):
+    from common.records import collected
+
+    module = load_script("week1/04_encoder_parameter_count")
+    for name, value in replace.items():
+        monkeypatch.setattr(module, name, value)
+    monkeypatch.setattr(sys, "argv", ["04_encoder_parameter_count.py", *argv])
+    with collected() as got:
+        module.main()
+    return {r["name"]: r["outcome"] for r in got}
+
+
+def test_week1_04_upholds_every_claim_at_the_defaults(monkeypatch, capsys):
+    assert set(week1_04_outcomes(monkeypatch).values()) == {"upholds the page"}
+
+
+def test_a_count_that_grows_with_the_heads_flips_the_heads_line(monkeypatch, capsys):
+    """A layer whose count moved with h (as if every head were full width) is caught."""
+    module = load_script("week1/04_encoder_parameter_count")
+    real = module.torch_count
+    outcomes = week1_04_outcomes(monkeypatch, torch_count=lambda d, h, f: real(d, h, f) + (h - 1) * 3 * d * d)
+    assert outcomes["the head count is not in the count"] == "contradicts the page"
+
+
+def test_a_wrong_ffn_formula_flips_the_about_twice_line(monkeypatch, capsys):
+    """One FFN matrix instead of two: the FFN holds about as much as attention, not twice."""
+    outcomes = week1_04_outcomes(monkeypatch, encoder_layer_params=lambda d, f: (4 * d * d + 4 * d, d * f + f + d,
+                                                                                4 * d))
+    assert outcomes["the FFN holds about twice attention's numbers"] == "contradicts the page"
+    assert outcomes["the formula counts torch's encoder layer"] == "contradicts the page"
+
+
+def test_about_twice_is_not_tested_away_from_the_papers_shape(monkeypatch, capsys):
+    assert week1_04_outcomes(monkeypatch, "--d-ff", "1024")["the FFN holds about twice attention's numbers"] == \
+        "not tested here"
