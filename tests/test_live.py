@@ -151,12 +151,15 @@ def moves(view):
                 yield name, lambda w=widget, i=i: w.set_active(i)
 
 
+SMALLER = {"week1/02_dot_product_variance": ("--pairs", "2000")}  # the same window, quicker to build
+
+
 @pytest.mark.parametrize("name", SLIDERS)
 def test_a_move_redraws_only_what_it_changed_and_shows_what_a_full_draw_shows(name):
     """No move draws the whole figure (each redraws its layers of moving artists on the kept
     background), and after each control's moves the picture is the one a full draw of the
     figure makes now, pixel for pixel: nothing a move changed was left in the background."""
-    view = window(name)[0]
+    view = window(name, *SMALLER.get(name, ()))[0]
     view.fig.canvas.draw()
     count = full_draws(view.fig)
     for control, move in moves(view):
@@ -560,7 +563,7 @@ def test_head_picker_draws_each_printed_head_and_the_blend():
 
 
 @pytest.mark.parametrize("argv", [(), ("--seq", "1", "--d-model", "1", "--heads", "1"),
-                                  ("--seq", "64", "--d-model", "512", "--heads", "64")])
+                                  ("--seq", "64", "--d-model", "64", "--heads", "64")])
 def test_head_picker_labels_stay_clear_at_every_size(argv):
     """The legend covers no bar; the tokens are numbered 1, 2, ... (no tick between two
     tokens), the output numbers are whole; the title stays above its own panel."""
