@@ -196,14 +196,16 @@ def table(results):
     """Markdown: one row per window, both backends."""
     backends = list(results)
     names = list(dict.fromkeys(name for rows in results.values() for name in rows))
-    head = "| window | " + " | ".join(f"{b}: median / worst move, reference (ms)" for b in backends) + " |"
+    head = "| window | " + " | ".join(f"{b}: median / worst move, reference draw (ms); median / reference"
+                                      for b in backends) + " |"
     lines = [head, "|---" * (len(backends) + 1) + "|"]
     for name in names:
         cells = []
         for b in backends:
             row = results[b].get(name)
             cells.append("-" if row is None else f"{1000 * row['median']:.0f} / {1000 * row['worst']:.0f}, "
-                         f"{1000 * row['reference']:.0f}" + (" (redraw)" if row["training"] else ""))
+                         f"{1000 * row['reference']:.0f}; {row['median'] / row['reference']:.2f}"
+                         + (" (a redraw)" if row["training"] else ""))
         lines.append(f"| `{name}` | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
