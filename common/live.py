@@ -8,7 +8,7 @@ How a lesson uses it:
         need_window(parser)          # before any work: one line and status 2 if no window can open
     ... the lesson computes and prints its lines, exactly as without --live ...
     if args.live:
-        show(live_view, args)        # the window; closing it ends the script with status 0
+        show(live_view, ...)         # the window, at the run's settings; closing it ends the script
 
 A lesson's `live_view` builds a figure, draws it with the lesson's own functions (the ones
 its printed lines come from), adds widgets with one small update function each, and
@@ -18,9 +18,9 @@ shows the printed run's numbers there. A live window never saves a file, and the
 lesson saves is the same with --live as without: the window's larger text is set only while
 the window is built and while it runs (window_style).
 
-A move redraws only what it changed (Blit): the update functions change the drawn artists
-in place (set_data, set_height, set_text) and then call blit.update(); a control that
-changes the picture's shape may redraw it whole, blit.update(whole=True).
+A move redraws only what it changed (Blit): each control's update function changes the
+drawn artists in place (set_data, set_height, set_text) and then calls blit.update(layer),
+the lowest layer of moving artists it changed.
 
 Keyboard: the arrow keys move the active slider (the last one clicked; at first, the
 first one) by one step; `q` closes the window (matplotlib's own key).
@@ -43,13 +43,13 @@ DRAWING_SHARE = 0.05  # ... and at most this share of the training's time spent 
 class View:
     fig: object
     widgets: dict = field(default_factory=dict)  # name -> widget (Slider, RadioButtons, Button)
-    blit: object = None  # the window's Blit, if it redraws by parts
+    blit: object = None  # the window's Blit (a training's window: its redraw is shown through it)
 
 
 class Blit:
     """Redraws only what moves: matplotlib's blitting (its guide "Faster rendering by using
     blitting"). The artists a move can change are marked animated, in layers: a full draw of
-    the figure (its first, a resize, or update(whole=True)) leaves them out and keeps that
+    the figure (its first, or after a resize) leaves them out and keeps that
     picture as the background, then draws the layers on it one by one, keeping the picture
     below each. A move then puts back the picture below the lowest layer it changed, draws
     that layer and the ones above, and sends the result to the screen. So a control that
@@ -101,12 +101,11 @@ class Blit:
             for artist in self.layers[number]:
                 self.fig.draw_artist(artist)
 
-    def update(self, layer=0, whole=False):
-        """Show a move: `layer` is the lowest layer it changed. whole=True: the figure changed
-        shape, draw it all again (and keep that as the new background)."""
+    def update(self, layer=0):
+        """Show a move: `layer` is the lowest layer it changed."""
         canvas = self.fig.canvas
-        if whole or self.size != tuple(self.fig.bbox.size) or self.layers.keys() - self.backgrounds.keys():
-            # also before the first draw, after a resize, and for a layer added since
+        if self.size != tuple(self.fig.bbox.size) or self.layers.keys() - self.backgrounds.keys():
+            # before the first draw, after a resize, or with a layer added since: a full draw
             canvas.draw_idle()
             return
         self.draw_layers(layer)
@@ -270,7 +269,8 @@ def close_together(figures):
 
 class TrainingWindow:
     """A window that follows a training: build(*args) gives its View and a redraw function,
-    and watch(step, ...) calls redraw(step, ...) now and then.
+    and watch(step, ...) calls redraw(step, ...) now and then, then shows it through the
+    View's Blit (what redraw changed, on the kept background) if it has one.
     Drawing is the slow part, so after each redraw the next one waits until drawing has taken
     at most DRAWING_SHARE of the time since (and at least REDRAW_EVERY seconds): the training
     runs at most about that much slower for being watched. watch(..., last=True) always
