@@ -8,14 +8,19 @@ How a lesson uses it:
         need_window(parser)          # before any work: one line and status 2 if no window can open
     ... the lesson computes and prints its lines, exactly as without --live ...
     if args.live:
-        show(live_view, args)        # the window; closing it ends the script with status 0
+        show(live_view, ...)         # the window, at the run's settings; closing it ends the script
 
 A lesson's `live_view` builds a figure, draws it with the lesson's own functions (the ones
 its printed lines come from), adds widgets with one small update function each, and
 returns a View: the figure and its widgets by name, so that a test can drive every widget
-headless (Agg) and read back what is drawn. A live window never saves a file, and the
-figure the lesson saves is the same with --live as without: the window's larger text is
-set only while the window is built and while it runs (window_style).
+headless (Agg) and read back what is drawn. It opens at the printed run's own settings, and
+shows the printed run's numbers there. A live window never saves a file, and the figure the
+lesson saves is the same with --live as without: the window's larger text is set only while
+the window is built and while it runs (window_style).
+
+A move redraws only what it changed (Blit): each control's update function changes the
+drawn artists in place (set_data, set_height, set_text) and then calls blit.update(layer),
+the lowest layer of moving artists it changed.
 
 Keyboard: the arrow keys move the active slider (the last one clicked; at first, the
 first one) by one step; `q` closes the window (matplotlib's own key).
@@ -38,6 +43,73 @@ DRAWING_SHARE = 0.05  # ... and at most this share of the training's time spent 
 class View:
     fig: object
     widgets: dict = field(default_factory=dict)  # name -> widget (Slider, RadioButtons, Button)
+    blit: object = None  # the window's Blit (a training's window: its redraw is shown through it)
+
+
+class Blit:
+    """Redraws only what moves: matplotlib's blitting (its guide "Faster rendering by using
+    blitting"). The artists a move can change are marked animated, in layers: a full draw of
+    the figure (its first, or after a resize) leaves them out and keeps that
+    picture as the background, then draws the layers on it one by one, keeping the picture
+    below each. A move then puts back the picture below the lowest layer it changed, draws
+    that layer and the ones above, and sends the result to the screen. So a control that
+    changes much (T, say) is a low layer, and one that changes little (the row) a high one:
+    moving the row redraws the row's box, bars and title, not the T x T table.
+
+    A widget added (a Slider, RadioButtons) stops drawing itself (a Slider's own redraw is a
+    full draw_idle: Slider.drawon) and is drawn with its layer: its knob and number, or its
+    buttons; its label and track stay in the background."""
+
+    def __init__(self, fig):
+        self.fig, self.layers, self.backgrounds, self.size = fig, {}, {}, None
+        fig.canvas.mpl_connect("draw_event", self.drawn)
+
+    def add(self, *artists, layer=0):
+        """Draw these artists (or widgets) with `layer`, from now on; returns the first."""
+        for artist in artists:
+            if hasattr(artist, "drawon"):  # a widget: its moving parts
+                artist.drawon = False
+                parts = [artist.poly, artist.valtext, *artist.ax.lines] if hasattr(artist, "valtext") else \
+                    artist.ax.collections  # a slider's knob (a line) and number; a radio's buttons
+            else:
+                parts = [artist]
+            for part in parts:
+                part.set_animated(True)
+            self.layers.setdefault(layer, []).extend(parts)
+        return artists[0] if artists else None
+
+    def forget(self, *artists):
+        """Stop drawing these (removed from the figure, say)."""
+        for layer in self.layers.values():
+            layer[:] = [a for a in layer if a not in artists]
+
+    def drawn(self, event):
+        """After a full draw: keep the picture below each layer, and draw the layers."""
+        canvas = self.fig.canvas
+        if canvas.is_saving():
+            return
+        self.size = tuple(self.fig.bbox.size)
+        self.draw_layers(min(self.layers, default=0), fresh=True)
+
+    def draw_layers(self, lowest, fresh=False):
+        canvas = self.fig.canvas
+        for k, number in enumerate(sorted(n for n in self.layers if n >= lowest)):
+            if fresh or k > 0:  # the pictures above the lowest layer drawn change with it
+                self.backgrounds[number] = canvas.copy_from_bbox(self.fig.bbox)
+            else:
+                canvas.restore_region(self.backgrounds[number])
+            for artist in self.layers[number]:
+                self.fig.draw_artist(artist)
+
+    def update(self, layer=0):
+        """Show a move: `layer` is the lowest layer it changed."""
+        canvas = self.fig.canvas
+        if self.size != tuple(self.fig.bbox.size) or self.layers.keys() - self.backgrounds.keys():
+            # before the first draw, after a resize, or with a layer added since: a full draw
+            canvas.draw_idle()
+            return
+        self.draw_layers(layer)
+        canvas.blit(self.fig.bbox)
 
 
 def add_live(parser, what):
@@ -97,13 +169,32 @@ def window_style():
         yield
 
 
-def add_slider(fig, label, lo, hi, value, row=0, step=1):
+def add_slider(fig, label, lo, hi, value, row=0, step=1, **options):
     """A slider along the bottom of the window (row 0 lowest), moving in whole steps unless
-    `step` says otherwise; the figure leaves room below its plots for one row per slider."""
+    `step` says otherwise (a number, or the list of allowed values); the figure leaves room
+    below its plots for one row per slider. options: more of matplotlib's Slider arguments."""
     from matplotlib.widgets import Slider
 
-    return Slider(fig.add_axes((0.2, 0.05 + 0.07 * row, 0.6, 0.04)), label, lo, hi, valinit=value, valstep=step,
-                  initcolor="none")
+    ax = fig.add_axes((0.2, 0.05 + 0.07 * row, 0.6, 0.04))
+    options.setdefault("valfmt", "%g")  # its number as plain text: 5, 0.1 (not drawn as a formula)
+    if lo == hi:  # one choice (--heads 1, say): the knob stands in the middle of its track, and stays
+        slider = Slider(ax, label, lo - 1, hi + 1, valinit=value, valstep=step, initcolor="none", **options)
+        slider.valmin = slider.valmax = lo
+        return slider
+    return Slider(ax, label, lo, hi, valinit=value, valstep=step, initcolor="none", **options)
+
+
+def whole_ticks(axis, n, first=0):
+    """Ticks at whole positions 0..n-1 of an axis (cells, tokens), labelled from `first`: all
+    of them up to 12, else at most about 8 at round numbers; never a tick between two cells."""
+    every = 1 if n <= 12 else next(step for step in (2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000) if n / step <= 8)
+    ticks = [i for i in range(n) if (first + i) % every == 0]
+    axis.set_ticks(ticks, [str(first + i) for i in ticks])
+
+
+def allowed(values, *own):
+    """A slider's allowed values: `values`, and the run's own settings `own` among them."""
+    return sorted(set(values) | set(own))
 
 
 def arrow_keys(fig, sliders):
@@ -124,6 +215,15 @@ def arrow_keys(fig, sliders):
     fig.canvas.mpl_connect("key_press_event", step)
 
 
+def set_quietly(slider, value):
+    """Move the slider's knob without calling its update functions (the caller draws)."""
+    slider.eventson = False
+    try:
+        slider.set_val(value)
+    finally:
+        slider.eventson = True
+
+
 def move(slider, direction):
     """One step of the slider: to the next allowed value if it has a list of them."""
     steps = slider.valstep
@@ -135,11 +235,14 @@ def move(slider, direction):
         values = sorted(steps)
         here = min(range(len(values)), key=lambda i: abs(values[i] - slider.val))
         value = values[max(0, min(len(values) - 1, here + direction))]
-    slider.set_val(min(max(value, slider.valmin), slider.valmax))
+    low = max(slider.valmin, slider.slidermin.val if slider.slidermin else slider.valmin)
+    high = min(slider.valmax, slider.slidermax.val if slider.slidermax else slider.valmax)
+    slider.set_val(min(max(value, low), high))
 
 
 def show(build, *args):
-    """Build the window's View, build(*args), and hand it to the learner; return when it is closed."""
+    """Build the window's View, build(*args), and hand it to the learner; return when it is
+    closed. Closing any open window (a training's, say) closes them all: one `q` ends the run."""
     from common.figures import plt
 
     with window_style():  # the widgets' callbacks run inside plt.show(), so they draw in the style too
@@ -147,12 +250,27 @@ def show(build, *args):
         sliders = [w for w in view.widgets.values() if hasattr(w, "valmin")]
         if sliders:
             arrow_keys(view.fig, sliders)
+        close_together([plt.figure(number) for number in plt.get_fignums()])
         plt.show()
+
+
+def close_together(figures):
+    """Closing one of these windows closes the others."""
+    from common.figures import plt
+
+    def close_all(event):
+        for fig in figures:
+            if plt.fignum_exists(fig.number):
+                plt.close(fig)
+
+    for fig in figures:
+        fig.canvas.mpl_connect("close_event", close_all)
 
 
 class TrainingWindow:
     """A window that follows a training: build(*args) gives its View and a redraw function,
-    and watch(step, ...) calls redraw(step, ...) now and then.
+    and watch(step, ...) calls redraw(step, ...) now and then, then shows it through the
+    View's Blit (what redraw changed, on the kept background) if it has one.
     Drawing is the slow part, so after each redraw the next one waits until drawing has taken
     at most DRAWING_SHARE of the time since (and at least REDRAW_EVERY seconds): the training
     runs at most about that much slower for being watched. watch(..., last=True) always
@@ -177,7 +295,10 @@ class TrainingWindow:
             first = self.next == 0.0  # the first draw also sets the window up: not a redraw's cost
             with window_style():
                 self.redraw(*state)
-                self.view.fig.canvas.draw_idle()
+                if self.view.blit:
+                    self.view.blit.update()
+                else:
+                    self.view.fig.canvas.draw_idle()
                 self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
             cost = 0.0 if first else time.monotonic() - start
             self.next = time.monotonic() + max(REDRAW_EVERY, cost / DRAWING_SHARE)

@@ -11,15 +11,16 @@ loop; for each d_k, q then k, each standard_normal((20000, d_k)); Var is the pop
 variance (.var()) of the 20,000 row-wise dot products. Drawing all the q's first, or
 using the sample variance (ddof=1), prints other last digits.
 
---live opens a window with a d_k slider and the two spreads side by side; each width there
-is drawn from a fresh generator with --seed, as a run with that one --d-k would draw it.
+--live opens a window with a d_k slider and the two spreads side by side, at the widths
+printed with the printed scores; each other width is drawn from a fresh generator with
+--seed, as a run with that one --d-k would draw it.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, check_size, int_range, lesson_parser
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, allowed, need_window, show
 from common.records import outcome, record
 
 import numpy as np
@@ -35,37 +36,46 @@ def dot_products(rng, pairs, d_k):
     return (q * k).sum(axis=1)  # [pairs]: one raw score q.k per pair
 
 
-def live_view(seed, pairs):
-    """A d_k slider; the raw scores' spread and the scaled scores' spread, with their variances."""
-    dots = {d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k in WIDTHS}
+def live_view(seed, pairs, printed, d_k):
+    """A d_k slider, opening at d_k; the raw scores' spread and the scaled scores' spread,
+    with their variances. printed: {d_k: the printed run's raw scores}, shown at those
+    widths; the other widths are drawn from a fresh generator with `seed`, as a run with
+    that one --d-k would draw them."""
+    widths = allowed(WIDTHS, *printed)
+    dots = {d_k: printed.get(d_k) for d_k in widths}
+    dots.update({d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k, v in dots.items() if v is None})
     from common.figures import plt  # only for the window: a run without --live skips its import
 
     fig, (raw_ax, scaled_ax) = plt.subplots(1, 2, figsize=(11, 5.5))
     fig.subplots_adjust(bottom=0.25, wspace=0.3)
-    slider = add_slider(fig, "d_k", 0, len(WIDTHS) - 1, 6)
-
-    panels = {}
-    for ax, title, color, reach in ((raw_ax, "raw q.k", "tab:red", RAW_REACH),
-                                    (scaled_ax, "scaled q.k / sqrt(d_k)", "tab:blue", 5)):
+    slider = add_slider(fig, "d_k", 0, len(widths) - 1, widths.index(d_k))
+    blit = Blit(fig)
+    blit.add(slider)
+    panels = []
+    for ax, title, color, reach, scale in ((raw_ax, "raw q.k", "tab:red", RAW_REACH, lambda d_k: 1),
+                                           (scaled_ax, "scaled q.k / sqrt(d_k)", "tab:blue", 5, np.sqrt)):
         edges = np.linspace(-reach, reach, 61)
+        counts = {d_k: np.histogram(dots[d_k] / scale(d_k), bins=edges)[0] for d_k in widths}
         shape = ax.stairs(np.zeros(60), edges, fill=True, color=color)  # the histogram, as one shape
-        ax.set(xlim=(-reach, reach), ylim=(0, pairs / 4), xlabel="score")  # fixed: the raw spread visibly widens
-        panels[title] = (ax, edges, shape)
+        tallest = max(c.max() for c in counts.values())  # fixed axes for every width: the raw spread visibly widens
+        ax.set(xlim=(-reach, reach), ylim=(0, 1.05 * tallest), xlabel="score")
+        panels.append((ax, title, scale, counts, shape))
+        blit.add(shape, ax.title)
     raw_ax.set_ylabel(f"pairs (of {pairs:,})")
+    suptitle = blit.add(fig.suptitle(""))
 
     def update(j):
-        d_k = WIDTHS[int(j)]
+        d_k = widths[int(j)]
         slider.valtext.set_text(str(d_k))
-        raw = dots[d_k]
-        for (title, (ax, edges, shape)), values in zip(panels.items(), (raw, raw / np.sqrt(d_k)), strict=True):
-            shape.set_data(np.histogram(values, bins=edges)[0])
-            ax.set_title(f"{title}: Var = {values.var():.2f}")
-        fig.suptitle(f"d_k = {d_k}: the raw spread grows like d_k, the scaled one stays near 1")
-        fig.canvas.draw_idle()
+        for ax, title, scale, counts, shape in panels:
+            shape.set_data(counts[d_k])
+            ax.set_title(f"{title}: Var = {(dots[d_k] / scale(d_k)).var():.2f}")
+        suptitle.set_text(f"d_k = {d_k}: the raw spread grows like d_k, the scaled one stays near 1")
+        blit.update()
 
     slider.on_changed(update)
     update(slider.val)
-    return View(fig, {"d_k": slider})
+    return View(fig, {"d_k": slider}, blit)
 
 
 def main():
@@ -91,12 +101,14 @@ def main():
     rng = np.random.default_rng(args.seed)
     print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
           "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
+    printed = {}  # d_k -> the raw scores printed (the window shows these at that width)
     # "near 1": within 5 standard errors of a variance measured on this many pairs (q.k of
     # width 1 has kurtosis 9, so its variance's relative error is sqrt(8 / pairs); wider is less)
     near = 5 * (8 / args.pairs) ** 0.5
     scaled = []
     for d_k in args.d_k:
-        var = dot_products(rng, args.pairs, d_k).var()
+        printed[d_k] = dot_products(rng, args.pairs, d_k)
+        var = printed[d_k].var()
         scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k
         scaled.append(scaled_var)
         print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
@@ -106,7 +118,7 @@ def main():
     # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
     # so softmax sees scores of the same spread whatever the head width.
     if args.live:
-        show(live_view, args.seed, args.pairs)
+        show(live_view, args.seed, args.pairs, printed, args.d_k[-1])  # opens at the last width printed
 
 
 if __name__ == "__main__":

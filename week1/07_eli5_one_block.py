@@ -28,15 +28,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, need_window, show
 from common.printing import n_params, vec
 from common.records import check
 
-import numpy as np
 import torch
 import torch.nn as nn
 
 WORDS = ["the", "cat", "sat"]
+WRITTEN = 16  # the live window writes every number of a grid at most this wide in its cell
 
 
 class CausalSelfAttention(nn.Module):
@@ -130,30 +130,40 @@ def live_view(d, h, f, seed):
     fig = plt.figure(figsize=(11, 5.5))
     ax = fig.add_axes((0.12, 0.24, 0.76, 0.44))  # room above for the title and the rows a stage is made from
     slider = add_slider(fig, "stage", 0, len(names) - 1, 0)
+    blit = Blit(fig)
     reach = max(abs(g).max() for g in grids.values())
+    image = ax.imshow(grids[names[0]], cmap="coolwarm", vmin=-reach, vmax=reach, aspect="auto", interpolation="none")
+    numbers = [ax.text(col, row, "", ha="center", va="center", fontsize=9)  # small grids: every number in its cell
+               for row in range(len(WORDS)) for col in range(WRITTEN)]
+    box = ax.add_patch(plt.Rectangle((-0.5, 1.5), 1, 1, fill=False, edgecolor="black", linewidth=3))
+    ax.set_yticks(range(len(WORDS)), WORDS)
+    ax.xaxis.get_major_locator().set_params(integer=True)
+    blit.add(ax.xaxis, *ax.spines.values())  # layer 0: the columns' numbering and the frame change with the width
+    blit.add(slider, image, *numbers, box, ax.title, layer=1)
 
     def update(i):
         name = names[int(i)]
         values = grids[name]  # [3 words, width]
+        width = values.shape[1]
         slider.valtext.set_text(f"{int(i) + 1} of {len(names)}")
-        ax.clear()
-        ax.imshow(values, cmap="coolwarm", vmin=-reach, vmax=reach, aspect="auto")
-        if values.shape[1] <= 16:  # small grids: every number in its cell
-            for (row, col), v in np.ndenumerate(values):
-                ax.text(col, row, f"{v:.2f}", ha="center", va="center", fontsize=9)
-        ax.add_patch(plt.Rectangle((-0.5, 1.5), values.shape[1], 1, fill=False, edgecolor="black", linewidth=3))
-        ax.set_yticks(range(len(WORDS)), WORDS)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.set_xlabel(f"meaning columns ({values.shape[1]})")
+        wider = width != image.get_array().shape[1]
+        image.set_data(values)
+        image.set_extent((-0.5, width - 0.5, len(WORDS) - 0.5, -0.5))
+        ax.set_xlim(-0.5, width - 0.5)
+        for k, text in enumerate(numbers):
+            row, col = divmod(k, WRITTEN)
+            text.set_visible(width <= WRITTEN and col < width)
+            text.set_text(f"{values[row, col]:.2f}" if text.get_visible() else "")
+        box.set_width(width)
+        ax.set_xlabel(f"meaning columns ({width})")
         made_from = "".join(f"\nfrom {part}: {vec(grids[part][-1], 2, shown=8)}" for part in MADE_FROM.get(name, []))
-        ax.set_title(f"{name}: [{values.shape[0]} x {values.shape[1]}]\n'sat' row: {vec(values[-1], 2, shown=8)}"
-                     + made_from)
-        fig.canvas.draw_idle()
+        ax.set_title(f"{name}: [{values.shape[0]} x {width}]\n'sat' row: {vec(values[-1], 2, shown=8)}" + made_from)
+        blit.update(0 if wider else 1)
 
     slider.on_changed(update)
     update(0)
     fig.suptitle("One block: attention rewrites the sat row; the FFN widens it and folds it back")
-    return View(fig, {"stage": slider})
+    return View(fig, {"stage": slider}, blit)
 
 
 def grid(t):

@@ -98,7 +98,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import TrainingWindow, View, add_live, need_window, show
+from common.live import Blit, TrainingWindow, View, add_live, need_window, show
 from common.progress import Progress
 
 import numpy as np
@@ -353,12 +353,14 @@ def live_training(steps, look_back):
               for name, colour in (("fixed-context", "tab:red"), ("attention", "tab:blue"))}
     loss_ax.set(xlim=(1, steps), ylim=(0, 2.5), xlabel="training step", ylabel="loss (cross-entropy)")
     loss_ax.legend(loc="upper right")
-    image = table_ax.imshow(np.zeros((len(EXAMPLE), len(EXAMPLE))), cmap="Greys", vmin=0, vmax=1)
+    image = table_ax.imshow(np.zeros((len(EXAMPLE), len(EXAMPLE))), cmap="Greys", vmin=0, vmax=1, interpolation="none")
     table_ax.set_xticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])
     table_ax.set_yticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])
     table_ax.set(xlabel="digit read (source)", ylabel="digit written (target)",
                  title="the attention model's alignment table")
     fig.suptitle("Training as it happens: two translators, one summary or a look back")
+    blit = Blit(fig)
+    blit.add(*curves.values(), loss_ax.title, image, table_ax.title)  # what a redraw changes
 
     def redraw(name, attention, step, losses, model):
         curves[name].set_data(range(1, len(losses) + 1), losses)
@@ -369,7 +371,7 @@ def live_training(steps, look_back):
             image.set_data(alpha[0].numpy())
             table_ax.set_title(f"its alignment table, step {step}")
 
-    return View(fig), redraw
+    return View(fig, blit=blit), redraw
 
 
 def main():

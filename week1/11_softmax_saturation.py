@@ -42,7 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, at_defaults, check_size, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, allowed, need_window, show, whole_ticks
 from common.records import check
 
 import numpy as np
@@ -54,6 +54,7 @@ VANISHED = 0.1  # a mean gradient size below this has nearly vanished
 STEADY = 0.25  # the weights keep their spread: largest weight within 25% of its widest-d_k value
 MIN_ROWS = 512  # fewer rows give means too noisy to judge
 WIDE = 1024  # the widest head allowed: the width at which "one-hot as d_k grows" is judged
+LIVE_WIDTHS = [2 ** j for j in range(11)]  # the live window's d_k: 1, 2, 4, ..., 1024 (and those printed)
 
 
 def scores(Q, K, scaled):
@@ -69,31 +70,41 @@ def queries_and_keys(rng, B, T, d_k):
     return Q, K
 
 
-def live_view(seed, B, T):
-    """A d_k slider; one query's softmax weights over its T keys, unscaled and scaled; the
-    means over all B x T rows of the largest weight and of the gradient, computed as the table
-    computes them. Each width is drawn from a fresh generator with `seed`, as the first width of
-    a run, so only the first width of a printed table has the same numbers."""
-    widths = [2 ** j for j in range(11)]  # 1 .. 1024
-    rows, means = {}, {}
-    for d_k in widths:
-        Q, K = queries_and_keys(np.random.default_rng(seed), B, T, d_k)
+def live_view(seed, B, T, printed, d_k):
+    """A d_k slider, opening at d_k; one query's softmax weights over its T keys, unscaled
+    and scaled; the means over all B x T rows of the largest weight and of the gradient,
+    computed as the table computes them. printed: {d_k: (rows, means)} as below, the printed
+    run's own, shown at those widths; every other width is drawn from a fresh generator with
+    `seed`, as the first width of a run would be."""
+    widths = allowed(LIVE_WIDTHS, *printed)
+    rows, means = {}, {}  # (d_k, "unscaled" or "scaled") -> one query's weights [T]; (largest weight, gradient)
+    for width in widths:
+        if width in printed:
+            rows.update(printed[width][0])
+            means.update(printed[width][1])
+            continue
+        Q, K = queries_and_keys(np.random.default_rng(seed), B, T, width)
         for name in ("unscaled", "scaled"):
             S = scores(Q, K, scaled=name == "scaled")
-            rows[d_k, name] = torch.softmax(S[0, 0], dim=-1).numpy()  # sentence 1, query 1: [T]
-            means[d_k, name] = saturation(S)
+            rows[width, name] = one_query(S)
+            means[width, name] = saturation(S)
     fig, (row_ax, mean_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
     fig.subplots_adjust(bottom=0.25, top=0.8, wspace=0.3)
-    slider = add_slider(fig, "d_k", 0, len(widths) - 1, 6)
+    slider = add_slider(fig, "d_k", 0, len(widths) - 1, widths.index(d_k))
+    blit = Blit(fig)
+    blit.add(slider)
     colors = {"unscaled": "tab:red", "scaled": "tab:blue"}
     bars = {name: row_ax.bar(np.arange(T) + shift, np.zeros(T), width=0.4, color=colors[name], label=name)
             for shift, name in ((-0.2, "unscaled"), (0.2, "scaled"))}
     row_ax.set(ylim=(0, 1), xlabel="key", ylabel="softmax weight", title="one query's weights over its keys")
+    whole_ticks(row_ax.xaxis, T, first=1)
     row_ax.legend(loc="upper right")
     mean_bars = mean_ax.bar([-0.2, 0.2, 0.8, 1.2], np.zeros(4), width=0.35, edgecolor="white",
                             color=[colors["unscaled"]] * 2 + [colors["scaled"]] * 2, hatch=["", "//"] * 2)
     mean_ax.set_xticks([-0.2, 0.2, 0.8, 1.2], ["largest\nweight", "gradient"] * 2)
     mean_ax.set_ylim(0, 1)
+    title = fig.suptitle("")
+    blit.add(*bars["unscaled"], *bars["scaled"], *mean_bars, mean_ax.title, title)
 
     def update(j):
         d_k = widths[int(j)]
@@ -105,12 +116,23 @@ def live_view(seed, B, T):
         for bar, height in zip(mean_bars, (w_u, g_u, w_s, g_s), strict=True):
             bar.set_height(height)
         mean_ax.set_title(f"means over {B * T:,} rows\nunscaled {w_u:.3f}, {g_u:.3f}; scaled {w_s:.3f}, {g_s:.3f}")
-        fig.suptitle(f"d_k = {d_k}: unscaled, the softmax turns one-hot and its gradient fades; scaled, neither")
-        fig.canvas.draw_idle()
+        title.set_text(f"d_k = {d_k}: unscaled, {looks(w_u, g_u)}; scaled, {looks(w_s, g_s)}")
+        blit.update()
 
     slider.on_changed(update)
     update(slider.val)
-    return View(fig, {"d_k": slider})
+    return View(fig, {"d_k": slider}, blit)
+
+
+def one_query(S):
+    """The softmax weights of sentence 1's first query, [T], from scores S [B, T, T]."""
+    return torch.softmax(S[0, 0], dim=-1).numpy()
+
+
+def looks(weight, gradient):
+    """What the means show, in words, judged with the table's thresholds."""
+    return (("nearly one-hot" if weight > ONE_HOT else "not one-hot") + ", gradient " +
+            ("nearly gone" if gradient < VANISHED else "alive"))
 
 
 def saturation(S):
@@ -170,16 +192,18 @@ def main():
     parser.add_argument("--tokens", type=int_range(2, 64), default=16,
                         help="T, words (keys) per sentence (above 32, the size limit may ask for fewer --sentences)")
     parser.add_argument("--figure", type=png_path, default=None, help="where to save the figure")
-    add_live(parser, "a d_k slider over 1..1024: one query's weights, and the means of the table")
+    add_live(parser, "a d_k slider over 1..1024: one query's weights, and the means of the table (it computes "
+             "every width: the size limit counts them)")
     args = parser.parse_args()
     B, T, widths = args.sentences, args.tokens, sorted(set(args.d_k))
     if len(widths) < 2:
         parser.error("--d-k needs at least two different widths to compare")
     if B * T < MIN_ROWS:
         parser.error(f"--sentences x --tokens is {B * T}; at least {MIN_ROWS} rows are needed for steady means")
-    check_size(parser, numbers=B * T * max(widths + [T]),
-               work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in widths),
-               knobs=("--sentences", "--tokens", "--d-k"))
+    computed = widths + (LIVE_WIDTHS if args.live else [])  # the window computes every width its slider has
+    check_size(parser, numbers=B * T * max(computed + [T]),
+               work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in computed),
+               knobs=("--sentences", "--tokens") if args.live else ("--sentences", "--tokens", "--d-k"))
     if args.live:
         need_window(parser)
 
@@ -190,10 +214,14 @@ def main():
           f"(B={B} sentences x T={T} queries)")
     print(f"{'d_k':>6} | {'unscaled: largest weight':>24} {'gradient':>9} | {'scaled: largest weight':>22} "
           f"{'gradient':>9}")
+    drawn = {}  # d_k -> what the window shows at that width: ({(d_k, name): one query's weights}, {(d_k, name): means})
     for d_k in widths:
         Q, K = queries_and_keys(rng, B, T, d_k)
         for name in results:
             results[name].append(saturation(scores(Q, K, scaled=name == "scaled")))
+        if args.live:
+            drawn[d_k] = ({(d_k, name): one_query(scores(Q, K, scaled=name == "scaled")) for name in results},
+                          {(d_k, name): results[name][-1] for name in results})
         (w_u, g_u), (w_s, g_s) = results["unscaled"][-1], results["scaled"][-1]
         print(f"{d_k:6d} | {w_u:24.3f} {g_u:9.3f} | {w_s:22.3f} {g_s:9.3f}")
     print("  (gradient: how much the weights move when the scores move a little: the size of the")
@@ -248,7 +276,7 @@ def main():
 
     print(save_figure(plot(widths, T, results), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view, args.seed, B, T)
+        show(live_view, args.seed, B, T, drawn, wide)  # opens at the widest width printed
 
 
 if __name__ == "__main__":

@@ -122,7 +122,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT
 from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import View, add_live, need_window, show
+from common.live import Blit, View, add_live, need_window, show
 from common.progress import Progress
 from common.records import check
 
@@ -445,31 +445,49 @@ def plot(sentences):
     return fig
 
 
-def live_view(model, hide_adjective=False):
+def live_view(model, hide_adjective, adjective):
     """An adjective picker and a noun-pair picker (the held-out pairs): "it"'s layer-2
-    attention in the classic picture, redrawn for each choice."""
+    attention in the classic picture (draw_sentence's), changed in place for each choice. It
+    opens as the printed run's page sentence, with `adjective` (its first), the adjective
+    hidden if the run hid it."""
     from matplotlib.widgets import RadioButtons
 
     fig = plt.figure(figsize=(11, 6.5))
     ax = fig.add_axes((0.05, 0.05, 0.55, 0.82))
-    pair_picker = RadioButtons(fig.add_axes((0.63, 0.4, 0.16, 0.45)), ["/".join(p) for p in HELD_OUT_PAIRS])
-    adjective_picker = RadioButtons(fig.add_axes((0.82, 0.1, 0.14, 0.75)), ADJECTIVES)
+    pairs = ["/".join(p) for p in HELD_OUT_PAIRS]
+    pair_picker = RadioButtons(fig.add_axes((0.63, 0.4, 0.16, 0.45)), pairs, active=pairs.index("/".join(PAGE)),
+                               useblit=False)  # the window's Blit draws the buttons
+    adjective_picker = RadioButtons(fig.add_axes((0.82, 0.1, 0.14, 0.75)), ADJECTIVES,
+                                    active=ADJECTIVES.index(adjective), useblit=False)
     pair_picker.ax.set_title("noun pair\n(never trained on)", fontsize=10)
     adjective_picker.ax.set_title("adjective", fontsize=10)
+    fig.suptitle("Pick the adjective: where \"it\" looks moves with it" +
+                 (" (--hide-adjective: no word may look at it)" if hide_adjective else ""), fontsize=12)
+    words = sentence_words(*PAGE, adjective)
+    draw_sentence(ax, words, *it_attention(model, words, hide_adjective))
+    left, right, numbers = ax.texts[0::3], ax.texts[1::3], ax.texts[2::3]  # draw_sentence's three per word
+    blit = Blit(fig)
+    blit.add(pair_picker, adjective_picker, *(left[i] for i in (ANIMAL_AT, PLACE_AT, ADJECTIVE_AT)), *right,
+             *numbers, *ax.lines, ax.title)  # all but the words that never change
 
-    def update(_):
+    def update(_):  # draw_sentence's picture, changed in place
         animal, place = pair_picker.value_selected.split("/")
         words = sentence_words(animal, place, adjective_picker.value_selected)
         weights, answer = it_attention(model, words, hide_adjective)
-        ax.clear()
-        draw_sentence(ax, words, weights, answer)
-        fig.canvas.draw_idle()
+        top = int(np.argmax(weights))
+        for i, (word, weight) in enumerate(zip(words, weights, strict=True)):
+            left[i].set_text(word)
+            right[i].set(text=word, fontweight="bold" if i == top else "normal",
+                         color="tab:red" if i == top else "black")
+            numbers[i].set_text(f"{weight:.2f}")
+            ax.lines[i].set(linewidth=0.3 + 8 * weight, alpha=min(1.0, 0.08 + weight))
+        ax.set_title(f"\"... because it was too {words[ADJECTIVE_AT]}\"\n\"it\" looks hardest at {words[top]}; "
+                     f"the model answers \"{answer}\"", fontsize=11)
+        blit.update()
 
     pair_picker.on_clicked(update)
     adjective_picker.on_clicked(update)
-    update(None)
-    fig.suptitle("Pick the adjective: where \"it\" looks moves with it", fontsize=12)
-    return View(fig, {"pair": pair_picker, "adjective": adjective_picker})
+    return View(fig, {"pair": pair_picker, "adjective": adjective_picker}, blit)
 
 
 # ---------------------------------------------------------------- the lesson
@@ -625,7 +643,7 @@ def main():
 
     print(save_figure(plot(shown), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view, model, hide)
+        show(live_view, model, hide, first)
 
 
 if __name__ == "__main__":

@@ -116,7 +116,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT
 from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, need_window, show
 from common.progress import Progress
 from common.records import check
 
@@ -436,49 +436,77 @@ def plot(maps, sentence, head_roles, new_from):
     return fig
 
 
-def live_view(model, held, heads, m):
+def live_view(model, held, heads, m, example):
     """A head picker and a sentence picker: the head's weights on a held-out sentence (red
     where its role says), and how many blanks are filled right with that head knocked out,
-    beside all heads (m: what measure() found, the numbers the printed bands come from)."""
+    beside all heads (m: what measure() found, the numbers the printed bands come from). It
+    opens at head 1 on `example`, the sentence of the printed run's figure."""
+    sentences = [row[row != PAD] for row in held]
+    opening = next(k for k, sentence in enumerate(sentences) if torch.equal(sentence, example))
     fig, (map_ax, knock_ax) = plt.subplots(1, 2, figsize=(12, 6.5), width_ratios=(3, 2))
-    fig.subplots_adjust(bottom=0.27, top=0.83, wspace=0.35)
+    fig.subplots_adjust(bottom=0.33, top=0.85, wspace=0.35)  # room for the turned words and two sliders
     head_slider = add_slider(fig, "head", 1, heads, 1, row=1)
-    sentence_slider = add_slider(fig, "held-out sentence", 1, 50, 1)
+    sentence_slider = add_slider(fig, "held-out sentence", 1, max(50, opening + 1), opening + 1)
     knocked = dict(m["knocked"])
+    image = map_ax.imshow(np.zeros((1, 1)), cmap="viridis", vmin=0, vmax=1, interpolation="none", aspect="auto")
+    map_ax.set_box_aspect(1)  # square whatever the sentence's length: the map's frame never moves
+    # the words along the map: plain text (not tick labels, which cost several times more to draw)
+    map_ax.set(xticks=[], yticks=[])
+    columns = [map_ax.text(j, -0.01, "", rotation=90, ha="center", va="top", transform=map_ax.get_xaxis_transform())
+               for j in range(T_MAX)]
+    rows = [map_ax.text(-0.01, i, "", ha="right", va="center", transform=map_ax.get_yaxis_transform())
+            for i in range(T_MAX)]
+    map_ax.set_xlabel("the word looked at", labelpad=50)
+    map_ax.set_ylabel("the word looking", labelpad=50)
+    boxes = [map_ax.add_patch(plt.Rectangle((0, 0), 1, 1, fill=False, edgecolor="red", linewidth=2))
+             for _ in range(T_MAX)]  # one per row at most
+    bars = [knock_ax.bar([j - 0.2, j + 0.2], [acc["a"], acc["b"]], width=0.38, color=["tab:orange", "tab:blue"])
+            for j, acc in enumerate((m["all"], knocked[(0,)]))]
+    knock_ax.set_xticks(range(2), ["all heads", "one knocked out"])
+    knock_ax.set(ylim=(0, 1.45), yticks=np.linspace(0, 1, 5), ylabel="share of blanks filled right")
+    knock_ax.legend(bars[0].patches, ["(a) the word just before", "(b) the first noun"], loc="upper center")
+    fig.suptitle("Pick a head: its look, and what breaks without it (held-out sentences)")
+    blit = Blit(fig)
+    # layer 0, what only the sentence changes: its words, and the frame (drawn from the map's limits, which change
+    # with its length); layer 1, what the head changes too: the map, its red boxes and title, the knocked-out bars
+    blit.add(sentence_slider, *columns, *rows, *map_ax.spines.values())
+    blit.add(head_slider, image, *boxes, map_ax.title, *bars[1], knock_ax.title, layer=1)
 
-    def update(_):
-        h, k = int(head_slider.val) - 1, int(sentence_slider.val) - 1
-        sentence = held[k][held[k] != PAD]
-        maps = attention_maps(model, sentence, heads)  # [h, T, T]
-        words, T = [WORDS[t] for t in sentence.tolist()], len(sentence)
+    def update_sentence(_):
+        sentence = sentences[int(sentence_slider.val) - 1]
+        T = len(sentence)
+        image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+        map_ax.set(xlim=(-0.5, T - 0.5), ylim=(T - 0.5, -0.5))
+        for i, (column, row) in enumerate(zip(columns, rows, strict=True)):
+            word = WORDS[sentence[i]] if i < T else ""
+            column.set_text(word)
+            row.set_text(word)
+        show_head()
+        blit.update(0)
+
+    def show_head():
+        h, sentence = int(head_slider.val) - 1, sentences[int(sentence_slider.val) - 1]
+        image.set_data(attention_maps(model, sentence, heads)[h])  # [T, T]
         _, first, first_at = (t[0] for t in answers(sentence[None]))
-        map_ax.clear()
-        map_ax.imshow(maps[h], cmap="viridis", vmin=0, vmax=1)
-        map_ax.set_xticks(range(T), words, rotation=90)
-        map_ax.set_yticks(range(T), words)
-        for i in range(T):
-            target = (i - 1 if m["roles"][h] == "before" and i > 0 else
-                      int(first_at[i]) if m["roles"][h] == "nouns" and first[i] != NONE else None)
-            if target is not None:
-                map_ax.add_patch(plt.Rectangle((target - 0.5, i - 0.5), 1, 1, fill=False, edgecolor="red", linewidth=2))
-        map_ax.set(xlabel="the word looked at", ylabel="the word looking",
-                   title=f"head {h + 1}: {ROLE_TITLES[m['roles'][h]]}")
-        knock_ax.clear()
-        rows = [("all heads", m["all"]), (f"head {h + 1} knocked out", knocked[(h,)])]
-        for j, (_, acc) in enumerate(rows):
-            knock_ax.bar([j - 0.2, j + 0.2], [acc["a"], acc["b"]], width=0.38, color=["tab:orange", "tab:blue"])
-        knock_ax.set_xticks(range(len(rows)), [label for label, _ in rows])
-        knock_ax.set(ylim=(0, 1.45), yticks=np.linspace(0, 1, 5), ylabel="share of blanks filled right",
-                     title=f"(a) word before: {knocked[(h,)]['a']:.0%}, (b) first noun: {knocked[(h,)]['b']:.0%}\n"
-                     f"with head {h + 1} knocked out")
-        knock_ax.legend(knock_ax.patches[:2], ["(a) the word just before", "(b) the first noun"], loc="upper center")
-        fig.suptitle("Pick a head: its look, and what breaks without it (held-out sentences)")
-        fig.canvas.draw_idle()
+        for i, box in enumerate(boxes):
+            target = (i - 1 if m["roles"][h] == "before" and 0 < i < len(sentence) else
+                      int(first_at[i]) if m["roles"][h] == "nouns" and i < len(sentence) and first[i] != NONE else None)
+            box.set_visible(target is not None)
+            box.set_xy((-0.5 if target is None else target - 0.5, i - 0.5))
+        map_ax.set_title(f"head {h + 1}: {ROLE_TITLES[m['roles'][h]]}")
+        for bar, q in zip(bars[1], "ab", strict=True):
+            bar.set_height(knocked[(h,)][q])
+        knock_ax.set_title(f"(a) word before: {knocked[(h,)]['a']:.0%}, (b) first noun: {knocked[(h,)]['b']:.0%}\n"
+                           f"with head {h + 1} knocked out")
 
-    head_slider.on_changed(update)
-    sentence_slider.on_changed(update)
-    update(None)
-    return View(fig, {"head": head_slider, "sentence": sentence_slider})
+    def update_head(_):
+        show_head()
+        blit.update(1)
+
+    head_slider.on_changed(update_head)
+    sentence_slider.on_changed(update_sentence)
+    update_sentence(None)
+    return View(fig, {"head": head_slider, "sentence": sentence_slider}, blit)
 
 
 # ---------------------------------------------------------------- the lesson
@@ -719,7 +747,7 @@ def main():
             print(f"  {word:8} " + " ".join(f"{c:16}" for c in cells).rstrip())
     print(save_figure(plot(maps, sentence, head_roles, new_from), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view, model, held, heads, m)
+        show(live_view, model, held, heads, m, sentence)
 
 
 if __name__ == "__main__":

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, need_window, set_quietly, show
 from common.maths import softmax
 from common.printing import vec
 from common.records import check, outcome, record
@@ -48,54 +48,80 @@ def masked_weights(scores, mask):
     return softmax(masked_scores, axis=-1)  # exp(-inf) = 0
 
 
-def live_view(seed):
-    """A T slider and a row picker: the mask and the masked weights of random T x T scores
-    (from np.random.default_rng(seed), as --seed SEED --seq-len T draws them); the chosen
-    row's weights as bars, with their sum."""
+def live_view(seed, scores):
+    """A T slider and a row picker: the mask and the masked weights of T x T scores, the
+    printed run's own `scores` at its T, random ones at the others (from
+    np.random.default_rng(seed), as --seed SEED --seq-len T draws them); the chosen row's
+    weights as bars, with their sum. It opens at the printed run's T and at the row whose
+    zeroed-values line it printed."""
+    printed_T, most = len(scores), 12
     fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(12, 6))
-    fig.subplots_adjust(bottom=0.28, wspace=0.3)
-    T_slider = add_slider(fig, "T", 1, 12, 6, row=1)
-    row_slider = add_slider(fig, "row i", 1, 12, 3)
-
-    drawn = {}  # what the T slider drew last: the weights, the row's box and bars
+    fig.subplots_adjust(bottom=0.28, wspace=0.35)
+    T_slider = add_slider(fig, "T", 1, most, printed_T, row=1)
+    row_slider = add_slider(fig, "row i", 1, most, min(2, printed_T), slidermax=T_slider)  # no row past the last
+    title = fig.suptitle("")
+    weights_image = grid_ax.imshow(np.zeros((1, 1)), cmap="viridis", vmin=0, vmax=1, aspect="auto",
+                                   interpolation="none")
+    blocked_image = grid_ax.imshow(np.zeros((1, 1)), cmap="Greys", vmin=0, vmax=3, aspect="auto",
+                                   interpolation="none")  # blocked: grey
+    grid_ax.set_box_aspect(1)  # square whatever T is: the table's frame never moves
+    sums = [grid_ax.text(1.03, r, "", va="center", fontsize=9, transform=grid_ax.get_yaxis_transform())
+            for r in range(most)]  # beside the grid, whatever its size
+    grid_ax.set(xlabel="key j (the word looked at)", ylabel="query i (the word being written)")
+    box = grid_ax.add_patch(plt.Rectangle((-0.5, -0.5), 1, 1, fill=False, edgecolor="red", linewidth=3))
+    bars = row_ax.bar(np.arange(1, most + 1), np.zeros(most))
+    row_ax.set(ylim=(0, 1), xlabel="key j", ylabel="weight")
+    blit = Blit(fig)
+    # layer 0, what T changes: the table, its sums and numbering, the bars' numbering; layer 1, what the row changes
+    blit.add(T_slider, title, weights_image, blocked_image, *sums, grid_ax.xaxis, grid_ax.yaxis, grid_ax.title,
+             row_ax.xaxis, *grid_ax.spines.values(), *row_ax.spines.values())  # (frames: drawn from the limits)
+    blit.add(row_slider, box, *bars, row_ax.title, layer=1)
+    drawn = {}  # what the T slider drew last: the weights
 
     def update_T(_):
         T = int(T_slider.val)
         mask = causal_mask(T)
-        weights = masked_weights(np.random.default_rng(seed).standard_normal((T, T)), mask)
-        grid_ax.clear()
-        grid_ax.imshow(np.ma.masked_where(mask == 1, weights), cmap="viridis", vmin=0, vmax=1)
-        grid_ax.imshow(np.ma.masked_where(mask == 0, mask), cmap="Greys", vmin=0, vmax=3)  # blocked: grey
-        for r, total in enumerate(weights.sum(axis=1)):
-            grid_ax.text(T - 0.3, r, f"sum {total:.2f}", va="center", fontsize=9)
+        own = scores if T == printed_T else np.random.default_rng(seed).standard_normal((T, T))
+        weights = drawn["weights"] = masked_weights(own, mask)
+        title.set_text("Causal mask: row i sees words 1..i only (" + (
+            "the printed run's scores)" if T == printed_T else f"random scores, seed {seed})"))
+        for image, shown in ((weights_image, np.ma.masked_where(mask == 1, weights)),
+                             (blocked_image, np.ma.masked_where(mask == 0, mask))):
+            image.set_data(shown)
+            image.set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+        for r, text in enumerate(sums):
+            text.set_text(f"sum {weights[r].sum():.2f}" if r < T else "")
+        grid_ax.set(xlim=(-0.5, T - 0.5), ylim=(T - 0.5, -0.5))
         grid_ax.set_xticks(range(T), [str(j + 1) for j in range(T)])
         grid_ax.set_yticks(range(T), [str(r + 1) for r in range(T)])
-        grid_ax.set(xlabel="key j (the word looked at)", ylabel="query i (the word being written)",
-                    title=f"weights, T={T}: {int(mask.sum())} grey cells blocked; T(T-1)/2 = {T * (T - 1) // 2}")
-        row_ax.clear()
-        drawn.update(weights=weights, bars=row_ax.bar(np.arange(1, T + 1), np.zeros(T)),
-                     box=grid_ax.add_patch(plt.Rectangle((-0.5, -0.5), T, 1, fill=False, edgecolor="red",
-                                                         linewidth=3)))
+        grid_ax.set_title(f"weights, T={T}: {int(mask.sum())} grey cells blocked; T(T-1)/2 = {T * (T - 1) // 2}")
+        box.set_width(T)
+        for j, bar in enumerate(bars):
+            bar.set_visible(j < T)
+        row_ax.set_xlim(0.4, T + 0.6)
         row_ax.set_xticks(range(1, T + 1))
-        row_ax.set(ylim=(0, 1), xlabel="key j", ylabel="weight")
-        update_row(None)
+        show_row()
+        blit.update(0)
 
-    def update_row(_):
+    def show_row():
         weights = drawn["weights"]
-        i = min(int(row_slider.val), len(weights))  # the row picker stops at the last row
-        row_slider.valtext.set_text(str(i))
-        drawn["box"].set_y(i - 1.5)
-        for j, bar in enumerate(drawn["bars"]):
+        if row_slider.val > len(weights):  # past the last row (its knob never stops there when dragged)
+            set_quietly(row_slider, len(weights))
+        i = int(row_slider.val)
+        box.set_y(i - 1.5)
+        for j, bar in enumerate(bars[:len(weights)]):
             bar.set_height(weights[i - 1, j])
             bar.set_color("tab:blue" if j < i else "0.8")
         row_ax.set_title(f"row {i}: {i} visible word{'s' * (i > 1)}; sum = {weights[i - 1].sum():.4f}")
-        fig.canvas.draw_idle()
+
+    def update_row(_):
+        show_row()
+        blit.update(1)
 
     T_slider.on_changed(update_T)
     row_slider.on_changed(update_row)
-    fig.suptitle(f"Causal mask: row i sees words 1..i only (random scores, seed {seed})")
     update_T(None)
-    return View(fig, {"T": T_slider, "row": row_slider})
+    return View(fig, {"T": T_slider, "row": row_slider}, blit)
 
 
 def plot(weights, mask):
@@ -185,7 +211,7 @@ def main():
 
     print(save_figure(plot(weights, mask), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view, 0 if args.seed is None else args.seed)
+        show(live_view, 0 if args.seed is None else args.seed, scores)
 
 
 if __name__ == "__main__":

@@ -23,14 +23,14 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import check_size, int_range, lesson_parser
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, need_window, show
 from common.printing import vec
 from common.records import check
 
 import numpy as np
 import torch
 
-LIVE_POSITIONS = 50  # rows of the live window's table
+LIVE_POSITIONS = 50  # rows of the live window's table, at least (all of --max-len's if more)
 
 
 def sinusoidal_pe(max_len, d):
@@ -65,46 +65,62 @@ def rotation(k, d):
     return R
 
 
-def live_view():
-    """A position slider and a d_model slider: the PE table of positions 0..49 with row p
-    boxed, and PE(p) itself as bars, with its squared length (always d/2)."""
+def live_view(d, positions):
+    """A position slider and a d_model slider: the PE table of positions 0..positions-1 with
+    row p boxed, and PE(p) itself as bars, with its squared length (always d/2). It opens at
+    the printed run's d."""
     from common.figures import plt  # only for the window: a run without --live skips its import
 
+    from matplotlib.ticker import MaxNLocator
+
+    widest = max(64, d)
     fig, (table_ax, row_ax) = plt.subplots(1, 2, figsize=(12, 6), width_ratios=(3, 2))
     fig.subplots_adjust(bottom=0.28, wspace=0.25)
-    p_slider = add_slider(fig, "position p", 0, LIVE_POSITIONS - 1, 1, row=1)
-    d_slider = add_slider(fig, "d_model", 2, 64, 16, step=2)
-
-    drawn = {}  # what the d_model slider drew last: the table, the row's box and bars
+    p_slider = add_slider(fig, "position p", 0, positions - 1, 1, row=1)
+    d_slider = add_slider(fig, "d_model", 2, widest, d, step=2)
+    table = table_ax.imshow(np.zeros((positions, 1)), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    table_ax.set(xlabel="coordinate (even: sin, odd: cos)", ylabel="position p")
+    box = table_ax.add_patch(plt.Rectangle((-0.5, -0.5), d, 1, fill=False, edgecolor="black", linewidth=2.5))
+    bars = row_ax.bar(range(widest), np.zeros(widest), color=["tab:orange", "tab:purple"] * (widest // 2))
+    for axis in (table_ax.xaxis, table_ax.yaxis, row_ax.xaxis):  # whole coordinates and positions only
+        axis.set_major_locator(MaxNLocator(integer=True))
+    row_ax.set(ylim=(-1.05, 1.05), xlabel="coordinate (orange: sin, purple: cos)")
+    fig.suptitle("Each sin/cos pair turns at its own speed; every entry stays in [-1, 1]")
+    blit = Blit(fig)
+    # layer 0, what d changes: the table and the coordinates' numbering; layer 1, what the position changes
+    blit.add(d_slider, table, table_ax.xaxis, table_ax.title, row_ax.xaxis, *table_ax.spines.values(),
+             *row_ax.spines.values())  # (frames: drawn from the limits)
+    blit.add(p_slider, box, *bars, row_ax.title, layer=1)
+    drawn = {}  # the table the d_model slider drew last
 
     def update_d(_):
         d = int(d_slider.val)
-        pe = sinusoidal_pe(LIVE_POSITIONS, d)  # [positions, d]
-        table_ax.clear()
-        table_ax.imshow(pe, cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-        table_ax.set(xlabel="coordinate (even: sin, odd: cos)", ylabel="position p",
-                     title=f"PE table, positions 0..{LIVE_POSITIONS - 1}, d = {d}")
-        row_ax.clear()
-        drawn.update(pe=pe, bars=row_ax.bar(range(d), np.zeros(d), color=["tab:orange", "tab:purple"] * (d // 2)),
-                     box=table_ax.add_patch(plt.Rectangle((-0.5, -0.5), d, 1, fill=False, edgecolor="black",
-                                                          linewidth=2.5)))
-        row_ax.xaxis.get_major_locator().set_params(integer=True)
-        row_ax.set(ylim=(-1.05, 1.05), xlabel="coordinate (orange: sin, purple: cos)")
-        update_p(None)
+        pe = drawn["pe"] = sinusoidal_pe(positions, d)  # [positions, d]
+        table.set_data(pe)
+        table.set_extent((-0.5, d - 0.5, positions - 0.5, -0.5))
+        table_ax.set(xlim=(-0.5, d - 0.5), title=f"PE table, positions 0..{positions - 1}, d = {d}")
+        box.set_width(d)
+        for i, bar in enumerate(bars):
+            bar.set_visible(i < d)
+        row_ax.set_xlim(-0.6, d - 0.4)
+        show_p()
+        blit.update(0)
 
-    def update_p(_):
+    def show_p():
         p, pe = int(p_slider.val), drawn["pe"]
-        drawn["box"].set_y(p - 0.5)
-        for bar, value in zip(drawn["bars"], pe[p], strict=True):
+        box.set_y(p - 0.5)
+        for bar, value in zip(bars[:len(pe[p])], pe[p], strict=True):  # the first d bars
             bar.set_height(value)
         row_ax.set_title(f"PE({p}): squared length {(pe[p] ** 2).sum():.4f} = d/2 = {pe.shape[1] / 2:g}")
-        fig.canvas.draw_idle()
+
+    def update_p(_):
+        show_p()
+        blit.update(1)
 
     p_slider.on_changed(update_p)
     d_slider.on_changed(update_d)
-    fig.suptitle("Each sin/cos pair turns at its own speed; every entry stays in [-1, 1]")
     update_d(None)
-    return View(fig, {"position": p_slider, "d_model": d_slider})
+    return View(fig, {"position": p_slider, "d_model": d_slider}, blit)
 
 
 def main():
@@ -159,7 +175,7 @@ def main():
     # Zero up to float rounding for every p: "k steps later" is the same linear map
     # (a rotation of each sin/cos pair) wherever you are in the sentence.
     if args.live:
-        show(live_view)
+        show(live_view, d, max(LIVE_POSITIONS, max_len))
 
 
 if __name__ == "__main__":

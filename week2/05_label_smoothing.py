@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import float_range, int_range, lesson_parser
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, allowed, need_window, show
 from common.printing import vec
 from common.records import check
 
@@ -60,27 +60,33 @@ def torch_loss(z, gold, epsilon):
     return F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
 
 
-def live_view(logits, gold):
+def live_view(logits, gold, epsilon):
     """An epsilon slider: the smoothed target q beside the model's softmax(z), and the
-    hand-built loss beside torch's (and the plain cross-entropy, epsilon 0)."""
+    hand-built loss beside torch's (and the plain cross-entropy, epsilon 0). It opens at the
+    printed run's epsilon."""
     z = torch.tensor(logits)  # [V], float32
     V = len(z)
     from common.figures import plt  # only for the window: a run without --live skips its import
 
     fig, (target_ax, loss_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
-    fig.subplots_adjust(bottom=0.22, top=0.82, wspace=0.3)
-    slider = add_slider(fig, "epsilon", 0, 0.99, 0.1, step=0.01)
+    fig.subplots_adjust(bottom=0.22 if V <= 12 else 0.28, top=0.82, wspace=0.3)  # room for turned labels
+    steps = allowed(np.round(np.arange(0, 100) / 100, 2), epsilon)  # every 0.01 below 1, and the run's own
+    slider = add_slider(fig, "epsilon", 0, steps[-1], epsilon, step=steps)
+    blit = Blit(fig)
+    blit.add(slider)
     words = [f"{'gold ' if i == gold else ''}{i}" for i in range(V)]
     q_bars = target_ax.bar(np.arange(V) - 0.2, np.zeros(V), width=0.4, color="tab:green", label="target q (smoothed)")
     target_ax.bar(np.arange(V) + 0.2, torch.softmax(z, dim=-1).numpy(), width=0.4, color="0.6",
                   label="model softmax(z)")
     target_ax.set_xticks(range(V), words, rotation=90 if V > 12 else 0)
-    target_ax.set(ylim=(0, 1), ylabel="probability")
-    target_ax.legend(loc="upper left")
+    target_ax.set(ylim=(0, 1.3), yticks=np.linspace(0, 1, 6), ylabel="probability")
+    target_ax.legend(loc="upper left", ncols=2)  # above 1, where no bar reaches
     plain = torch_loss(z, gold, 0.0).item()
     loss_bars = loss_ax.bar([0, 1, 2], [0, 0, plain], color=["tab:green", "tab:blue", "0.6"])
     loss_ax.set_xticks([0, 1, 2], ["by hand", "torch", "plain CE\n(epsilon 0)"])
-    loss_ax.set(ylabel="loss", ylim=(0, 1.15 * max(plain, torch_loss(z, gold, 0.99).item())))
+    loss_ax.set(ylabel="loss", ylim=(0, 1.15 * max(plain, torch_loss(z, gold, steps[-1]).item())))
+    title = fig.suptitle("")
+    blit.add(*q_bars, *loss_bars[:2], target_ax.title, loss_ax.title, title)
 
     def update(epsilon):
         q = smoothed_target(V, gold, epsilon)
@@ -91,12 +97,12 @@ def live_view(logits, gold):
         loss_bars[0].set_height(hand)
         loss_bars[1].set_height(by_torch)
         loss_ax.set_title(f"loss: by hand {hand:.8f}\ntorch {by_torch:.8f}")
-        fig.suptitle(f"Label smoothing, epsilon = {epsilon:.2f}: the target q beside the model's softmax(z)")
-        fig.canvas.draw_idle()
+        title.set_text(f"Label smoothing, epsilon = {epsilon:g}: the target q beside the model's softmax(z)")
+        blit.update()
 
     slider.on_changed(update)
     update(slider.val)
-    return View(fig, {"epsilon": slider})
+    return View(fig, {"epsilon": slider}, blit)
 
 
 def relative_gap(a, b):
@@ -153,7 +159,7 @@ def main():
           other_gap > 1e-6 if epsilon > 0 else None, value=other_gap, threshold="relative gap above 1e-6 (epsilon > 0)")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
     if args.live:
-        show(live_view, args.logits, gold)
+        show(live_view, args.logits, gold, epsilon)
 
 
 if __name__ == "__main__":

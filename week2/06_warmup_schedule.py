@@ -16,7 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, allowed, need_window, show
 from common.records import check
 
 import numpy as np
@@ -35,18 +35,26 @@ def peak_step(d_model, warmup):
     return int(horizon[np.argmax(learning_rate(horizon, d_model, warmup))])
 
 
-def live_view():
-    """A warm-up slider and a d_model slider: the schedule over 40,000 steps, its peak marked."""
+def live_view(d_model, warmup):
+    """A warm-up slider and a d_model slider: the schedule over 5 times the largest w, its
+    peak marked. It opens at the printed run's w and its first d."""
     fig, ax = plt.subplots(figsize=(11, 6))
     fig.subplots_adjust(bottom=0.3)
-    w_slider = add_slider(fig, "warm-up w", 500, 8000, 4000, row=1, step=500)
-    d_slider = add_slider(fig, "d_model", 64, 1024, 512, step=64)
-    steps = np.arange(10, 40_001, 10)  # every 10th step (every peak a w slider gives is one): a tenth to draw
-    (curve,) = ax.plot(steps, learning_rate(steps, 512), color="tab:blue")
+    w_steps, d_steps = allowed(range(500, 8001, 500), warmup), allowed(range(64, 1025, 64), d_model)
+    w_slider = add_slider(fig, "warm-up w", w_steps[0], w_steps[-1], warmup, row=1, step=w_steps)
+    d_slider = add_slider(fig, "d_model", d_steps[0], d_steps[-1], d_model, step=d_steps)
+    blit = Blit(fig)
+    blit.add(w_slider, d_slider)  # either changes the curve, its peak and the title
+    horizon = 5 * w_steps[-1]
+    # about 4,000 points to draw (a tenth of the steps at the usual sliders), and every peak a w slider gives
+    steps = np.union1d(np.linspace(0, horizon, 4001)[1:].round(), w_steps)
+    highest = learning_rate(w_steps[0], d_steps[0], w_steps[0])  # the earliest peak of the narrowest model
+    (curve,) = ax.plot(steps, learning_rate(steps, d_model, warmup), color="tab:blue")
     (dot,) = ax.plot([], [], "o", color="black", markersize=9)
-    line = ax.axvline(4000, color="0.6", linestyle="--")
-    ax.set(xlabel="training step s", ylabel="learning rate", ylim=(0, 0.0065), xlim=(0, 40_000))
+    line = ax.axvline(warmup, color="0.6", linestyle="--")
+    ax.set(xlabel="training step s", ylabel="learning rate", ylim=(0, 1.15 * highest), xlim=(0, horizon))
     ax.grid(alpha=0.3)
+    blit.add(curve, dot, line, ax.title)
 
     def update(_):
         w, d = int(w_slider.val), int(d_slider.val)
@@ -55,13 +63,13 @@ def live_view():
         dot.set_data([peak], [learning_rate(peak, d, w)])
         line.set_xdata([peak, peak])
         ax.set_title(f"d = {d}, w = {w}: peak at step {peak}, lr = {learning_rate(peak, d, w):.10f}")
-        fig.canvas.draw_idle()
+        blit.update()
 
     w_slider.on_changed(update)
     d_slider.on_changed(update)
     update(None)
     fig.suptitle("lr = d^-0.5 min(s^-0.5, s w^-1.5): a ramp up to step w, then a slow fall")
-    return View(fig, {"warmup": w_slider, "d_model": d_slider})
+    return View(fig, {"warmup": w_slider, "d_model": d_slider}, blit)
 
 
 def plot(widths, warmup, steps, peaks):
@@ -128,7 +136,7 @@ def main():
 
     print(save_figure(plot(widths, w, horizon, peaks), figure_path(parser, args, FIGURE)))
     if args.live:
-        show(live_view)
+        show(live_view, widths[0], w)
 
 
 if __name__ == "__main__":

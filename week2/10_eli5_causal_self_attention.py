@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common.cli import SEED, int_range, lesson_parser
-from common.live import View, add_live, add_slider, need_window, show
+from common.live import Blit, View, add_live, add_slider, need_window, show, whole_ticks
 from common.printing import vec
 from common.records import check
 
@@ -85,32 +85,39 @@ def live_view(seq, d_model, h, seed):
     with torch.no_grad():
         blended = W_O(concat)[-1].numpy()  # [d_model]: the last token, every head blended
     from common.figures import plt  # only for the window: a run without --live skips its import
-
     fig, (grid_ax, out_ax) = plt.subplots(1, 2, figsize=(12, 5.8))
     fig.subplots_adjust(bottom=0.22, top=0.8, wspace=0.3)
     slider = add_slider(fig, "head", 1, h, 1)
-    image = grid_ax.imshow(np.zeros((seq, seq)), cmap="viridis", vmin=0, vmax=1)
+    blit = Blit(fig)
+    blit.add(slider)
+    image = grid_ax.imshow(np.zeros((seq, seq)), cmap="viridis", vmin=0, vmax=1, interpolation="none")
     grid_ax.set(xlabel="token it looks at", ylabel="token")
+    for axis in (grid_ax.xaxis, grid_ax.yaxis):
+        whole_ticks(axis, seq, first=1)  # tokens 1..seq
     out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
     alone_bars = out_ax.bar(np.arange(d_model) + 0.2, np.zeros(d_model), width=0.4, color="tab:orange",
                             label="W_O, one head alone")
     reach = max(abs(blended).max(), *(head_alone(W_O, concat, i, h)[-1].abs().max().item() for i in range(h)))
-    out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.1 * reach), title="the last token's new vector")
-    out_ax.legend(loc="upper right")
-    fig.suptitle(f"{h} untrained heads over {seq} tokens: each its own pattern, all causal; W_O blends them")
+    out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.6 * reach), title="the last token's new vector")
+    whole_ticks(out_ax.xaxis, d_model)
+    out_ax.axhline(0, color="0.5", linewidth=0.8)
+    out_ax.legend(loc="upper left", fontsize="small")  # above the tallest bar: the y range leaves it room
+    fig.suptitle(f"{h} untrained head{'s' * (h > 1)} over {seq} token{'s' * (seq > 1)}: each its own pattern, all "
+                 "causal; W_O blends them")
+    blit.add(image, *alone_bars, grid_ax.title)
 
     def update(head):
         i = int(head) - 1
         w = head_weights[i].detach()
         image.set_data(w.masked_fill(mask, float("nan")).numpy())
-        grid_ax.set_title(f"head {i + 1}: last row={vec(w[-1], 2)}")
+        grid_ax.set_title(f"head {i + 1}, the last row's weights:\n{vec(w[-1], 2, shown=6)}")  # fits above the grid
         for bar, height in zip(alone_bars, head_alone(W_O, concat, i, h)[-1].tolist(), strict=True):
             bar.set_height(height)
-        fig.canvas.draw_idle()
+        blit.update()
 
     slider.on_changed(update)
     update(1)
-    return View(fig, {"head": slider})
+    return View(fig, {"head": slider}, blit)
 
 
 def main():

@@ -132,7 +132,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT
 from common.cli import SEED, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
-from common.live import TrainingWindow, View, add_live, need_window, show
+from common.live import Blit, TrainingWindow, View, add_live, need_window, show
 from common.printing import n_params
 from common.progress import Progress
 
@@ -495,12 +495,14 @@ def live_training(steps, held_src, held_tgt, causal):
     loss_ax.axhline(loss_floor(), color="0.5", linestyle="--", label=f"the floor, {loss_floor():.4f}")
     loss_ax.set(xlim=(1, steps), ylim=(0, 4), xlabel="training step", ylabel="label-smoothed loss")
     loss_ax.legend(loc="upper right")
-    image = map_ax.imshow(np.zeros((n, n)), cmap="viridis", vmin=0, vmax=1)
+    image = map_ax.imshow(np.zeros((n, n)), cmap="viridis", vmin=0, vmax=1, interpolation="none")
     positions = [*map(str, range(MAX_LEN)), "</s>"]
     map_ax.set_xticks(range(n), positions)
     map_ax.set_yticks(range(n), positions)
     map_ax.set(xlabel="source position (0 = the first digit read)", ylabel="target position t")
     fig.suptitle("Training as it happens: the loss falls, and the decoder learns where to read")
+    blit = Blit(fig)
+    blit.add(curve, loss_ax.title, image, map_ax.title)  # what a redraw changes
 
     def redraw(step, losses, model):
         curve.set_data(range(1, len(losses) + 1), losses)
@@ -508,7 +510,7 @@ def live_training(steps, held_src, held_tgt, causal):
         image.set_data(cross_attention_maps(model, held_src[full], held_tgt[full], causal)[:, :n, :n].mean(0).numpy())
         map_ax.set_title(f"cross-attention, averaged over {int(full.sum())} held-out strings")
 
-    return View(fig), redraw
+    return View(fig, blit=blit), redraw
 
 
 # ---------------------------------------------------------------- the lesson
