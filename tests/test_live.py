@@ -610,7 +610,7 @@ def test_head_picker_opens_on_the_printed_sentence_and_shows_each_printed_role_a
     assert (view.widgets["head"].val, view.widgets["sentence"].val) == (1, 1 + next(
         k for k, row in enumerate(held) if module.torch.equal(row[row != module.PAD], example)))
     words = [module.WORDS[t] for t in example.tolist()]
-    lines = out.split("by row (the figure shows every weight):\n")[1].splitlines()
+    lines = out.split("(the figure shows every weight):\n")[1].splitlines()
     columns = re.findall(r"head (\d+)", lines[0])  # the heads with a role have a column: "  word     head 1  ..."
     assert columns == [str(h) for h in (1, 2)]
     for h in (1, 2):
@@ -636,7 +636,7 @@ def test_the_red_boxes_are_where_each_role_says_in_the_window_and_the_figure():
     name = "week1/16_heads_take_roles"
     view, module, _, (model, held, heads, m, example) = window(name)
     assert set(m["roles"]) == {"before", "nouns"}  # both roles are drawn below
-    figure = module.plot(module.attention_maps(model, example, heads), example, m["roles"])
+    figure = module.plot(module.attention_maps(model, example, heads), example, m["roles"], new_from=1)
     for h, ax in enumerate(figure.axes[:heads]):
         assert red_boxes(ax) == role_boxes(module, example, m["roles"][h])
     for slider, value in (("head", 1), ("sentence", 9), ("head", 2), ("sentence", 30), ("head", 1), ("sentence", 1)):
