@@ -6,21 +6,19 @@ If the d_k entries of q and k are independent with mean 0 and variance 1, then
 q.k = sum_i q_i k_i adds d_k terms of variance 1, so Var(q.k) = d_k. Dividing the score by
 sqrt(d_k) divides its variance by d_k, back to about 1, whatever the width.
 
-Setup (the pages' own, reproduced exactly): one np.random.default_rng(42) for the whole
-loop; for each d_k, q then k, each standard_normal((20000, d_k)); Var is the population
-variance (.var()) of the 20,000 row-wise dot products. Drawing all the q's first, or
-using the sample variance (ddof=1), prints other last digits.
+Setup (the pages' own, reproduced exactly): one np.random.default_rng(42); for each d_k,
+q then k, 20,000 standard normal rows each; Var is the population variance.
 
---live opens a window with a d_k slider and the two spreads side by side, at the widths
-printed with the printed scores; each other width is drawn from a fresh generator with
---seed, as a run with that one --d-k would draw it.
+Prints, for each width, Var(q.k), the target d_k and the scaled variance. Notes:
+week1/NOTES.md, section 02.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, check_size, int_range, lesson_parser
-from common.live import Blit, View, add_live, add_slider, allowed, need_window, show
+from common import run
+from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.live import Blit, View, add_slider, allowed, show
 from common.records import outcome, record
 
 import numpy as np
@@ -35,6 +33,32 @@ def dot_products(rng, pairs, d_k):
     k = rng.standard_normal((pairs, d_k))  # [pairs, d_k]
     return (q * k).sum(axis=1)  # [pairs]: one raw score q.k per pair
 
+
+def lesson(args):
+    """Var(q.k) at each width, raw and scaled, from the page's draws."""
+    rng = np.random.default_rng(args.seed)
+    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
+          "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
+    printed = {}  # d_k -> the raw scores printed (the window shows these at that width)
+    # "near 1": within 5 standard errors of a variance measured on this many pairs (q.k of
+    # width 1 has kurtosis 9, so its variance's relative error is sqrt(8 / pairs); wider is less)
+    near = 5 * (8 / args.pairs) ** 0.5
+    scaled = []
+    for d_k in args.d_k:
+        printed[d_k] = dot_products(rng, args.pairs, d_k)
+        var = printed[d_k].var()
+        scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k
+        scaled.append(scaled_var)
+        print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
+    gap = max(abs(v - 1) for v in scaled)
+    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap, f"every |scaled_var - 1| under {near:.3f}",
+           outcome(gap < near))
+    # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
+    # so softmax sees scores of the same spread whatever the head width.
+    return printed
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, live window
 
 def live_view(seed, pairs, printed, d_k):
     """A d_k slider, opening at d_k; the raw scores' spread and the scaled scores' spread,
@@ -78,48 +102,29 @@ def live_view(seed, pairs, printed, d_k):
     return View(fig, {"d_k": slider}, blit)
 
 
-def main():
-    parser = lesson_parser(__file__, "Var(q.k) grows like d_k; scaling by sqrt(d_k) brings it back "
-                           "to about 1 (Week 1, section 4).", try_it=[
-                               ("--pairs 200", "fewer pairs: noisier estimates, the same trend"),
-                               ("--d-k 1 2 512 1024", "wider heads: the raw variance keeps growing, the "
-                                "scaled one does not"),
-                               ("--seed 0", "other random vectors: other last digits, same story")])
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
-    parser.add_argument("--pairs", type=int_range(2, 100_000), default=20_000,
-                        help="random (q, k) pairs per row")
-    parser.add_argument("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256],
-                        help="widths to try")
-    add_live(parser, "a d_k slider over 1..1024 and the two spreads (it computes every width: --pairs up to 31,250)")
-    args = parser.parse_args()
-    widths = [*args.d_k, *WIDTHS] if args.live else args.d_k  # the window computes every width its slider has
-    check_size(parser, numbers=args.pairs * max(widths), work=args.pairs * sum(widths),
-               knobs=("--pairs",) if args.live else ("--pairs", "--d-k"))
-    if args.live:
-        need_window(parser)
 
-    rng = np.random.default_rng(args.seed)
-    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
-          "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
-    printed = {}  # d_k -> the raw scores printed (the window shows these at that width)
-    # "near 1": within 5 standard errors of a variance measured on this many pairs (q.k of
-    # width 1 has kurtosis 9, so its variance's relative error is sqrt(8 / pairs); wider is less)
-    near = 5 * (8 / args.pairs) ** 0.5
-    scaled = []
-    for d_k in args.d_k:
-        printed[d_k] = dot_products(rng, args.pairs, d_k)
-        var = printed[d_k].var()
-        scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k
-        scaled.append(scaled_var)
-        print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
-    gap = max(abs(v - 1) for v in scaled)
-    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap, f"every |scaled_var - 1| under {near:.3f}",
-           outcome(gap < near))
-    # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
-    # so softmax sees scores of the same spread whatever the head width.
+DESCRIPTION = "Var(q.k) grows like d_k; scaling by sqrt(d_k) brings it back to about 1 (Week 1, section 4)."
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the NumPy generator"),
+         knob("--pairs", type=int_range(2, 100_000), default=20_000, help="random (q, k) pairs per row"),
+         knob("--d-k", type=int_range(1, 1024), nargs="+", default=[4, 16, 64, 256], help="widths to try")]
+LIVE = "a d_k slider over 1..1024 and the two spreads (it computes every width: --pairs up to 31,250)"
+TRY_IT = [("--pairs 200", "fewer pairs: noisier estimates, the same trend"),
+          ("--d-k 1 2 512 1024", "wider heads: the raw variance keeps growing, the scaled one does not"),
+          ("--seed 0", "other random vectors: other last digits, same story")]
+
+
+def limits(args):
+    widths = [*args.d_k, *WIDTHS] if args.live else args.d_k  # the window computes every width its slider has
+    return too_big(numbers=args.pairs * max(widths), work=args.pairs * sum(widths),
+                   knobs=("--pairs",) if args.live else ("--pairs", "--d-k"))
+
+
+def main():
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+    printed = lesson(args)
     if args.live:
         show(live_view, args.seed, args.pairs, printed, args.d_k[-1])  # opens at the last width printed
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
