@@ -10,25 +10,18 @@ original paper ("Attention Is All You Need") uses post-norm. Both wirings here u
 ELI5 block's causal attention (the Week 1 encoder's is unmasked), so that LayerNorm's
 place is the only difference.
 
-Setup: 3 words, d_model 4, one causal attention head, FFN width 16 ("the FFN widens and
-folds it back"). torch.manual_seed(42), then the words' embeddings, then a torch
-TransformerEncoderLayer whose sublayers the ELI5 block re-uses, so the two wirings can be
-checked against torch's own norm_first=True and norm_first=False paths. The block's two
-LayerNorms get random gamma and beta (as after training; fresh ones are 1 and 0, which
-would make LN1 and LN2 interchangeable and a LayerNorm in the wrong place invisible), and
-torch's layer gets the same ones. Everything then
-runs in float64, so that the printed 'sat' numbers are the same on every CPU (in float32
-their last digit could depend on the CPU's kernels).
-
---live is the page's "click the stages": a slider (or the arrow keys) over the eight stages
-above, drawing the grid at each with the 'sat' row boxed and its numbers written out.
+Prints the 'sat' row at every stage, the attention weights and their sums, what attention
+and the wiring change, three comparisons with torch's own layer, and the parameter count.
+Setup: 3 words, d_model 4, one causal head, FFN width 16, torch.manual_seed(42), float64,
+LayerNorms with random gamma and beta. Notes: week1/NOTES.md, section 07.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range, lesson_parser
-from common.live import Blit, View, add_live, add_slider, need_window, show
+from common import run
+from common.cli import SEED, int_range, knob, lesson_args
+from common.live import Blit, View, add_slider, show
 from common.printing import n_params, vec
 from common.records import check
 
@@ -99,6 +92,16 @@ def build(d, h, f, seed):
     return x, block, torch_layer
 
 
+def torch_wiring(torch_layer, norm_first):
+    """torch's own encoder layer with the same weights, wired pre-norm (norm_first=True) or
+    post-norm (norm_first=False), built as such (not switched on a built layer)."""
+    d, f = torch_layer.linear1.in_features, torch_layer.linear1.out_features
+    layer = nn.TransformerEncoderLayer(d, torch_layer.self_attn.num_heads, f, dropout=0.0, batch_first=True,
+                                       norm_first=norm_first).double().eval()
+    layer.load_state_dict(torch_layer.state_dict())
+    return layer
+
+
 def stages(block, x):
     """The grid after each stage of the block, in order: {stage name: [1, 3, d] (or [1, 3, f])}."""
     normed = block.norm1(x)
@@ -117,6 +120,68 @@ MADE_FROM = {"LN1(x)": ["input x"], "attention(LN1(x))": ["LN1(x)"], "x + attent
              "LN2(x + attention)": ["x + attention"], "FFN widened": ["LN2(x + attention)"],
              "FFN folded back": ["FFN widened"], "x + FFN = block output": ["x + attention", "FFN folded back"]}
 
+
+def grid(t):
+    return " x ".join(map(str, t.shape[-2:]))
+
+
+def lesson(args):
+    """'the cat sat' through the block stage by stage, its weights, and the checks against torch."""
+    d, h, f = args.d_model, args.heads, args.d_ff
+    x, block, torch_layer = build(d, h, f, args.seed)
+
+    with torch.no_grad():
+        grids = stages(block, x)
+        print(f"words {WORDS}: a [{grid(x)}] grid, one row per word, columns = meaning")
+        print(f"  {'stage':<30}{'grid':<10}the 'sat' row")
+        for name, value in grids.items():
+            print(f"  {name:<30}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
+        normed, mixed = grids["LN1(x)"], grids["x + attention"]
+        print("  (LN1, LN2 = LayerNorm; their gamma and beta are random, as after training, so a row need not")
+        print("   average 0. FFN widened = ReLU(row W_1 + b_1): negatives set to 0; folded back = row W_2 + b_2)")
+        print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
+              f"{f} numbers and folds it back to {d})")
+
+        torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
+        weights = torch_layer.self_attn(normed, normed, normed, attn_mask=torch_mask,
+                                        average_attn_weights=False)[1][0]  # (h, seq, seq)
+        for i, head in enumerate(weights, start=1):
+            print(f"attention weights{f' of head {i}' if h > 1 else ''} "
+                  "(row = word, column = the word it looks at):")
+            for word, values in zip(WORDS, head.tolist(), strict=True):
+                print(f"  {word:<4}{vec(values)}")
+        sums, future = weights.sum(-1), weights.triu(diagonal=1).sum().item()
+        check("each row sums to 1, none of it on future words", f"each row's sum: smallest {sums.min().item():.6f}, "
+              f"largest {sums.max().item():.6f}; weight on future words: {future}",
+              (sums - 1).abs().max().item() < 1e-6 and future == 0, value=(sums - 1).abs().max().item(),
+              threshold="every row within 1e-6 of 1; future weight exactly 0")
+        changed = not torch.equal(x[0, -1], mixed[0, -1])
+        check("attention rewrites the sat row", f"'sat' row changed by attention: {changed}", changed,
+              value=changed, threshold="the row after x + attention differs from x")
+
+        pre, post = block(x), post_norm(block, x)
+        same = torch.allclose(pre, post)
+        check("pre-norm and post-norm are different wirings", f"pre-norm block output [{grid(pre)}]; post-norm layer "
+              f"output [{grid(post)}]; same values: {same}", not same, value=same,
+              threshold="the two outputs differ (torch.allclose)")
+        print("three checks that the block is what it says (0 = the same numbers, up to rounding):")
+        print(f"max |the stages above, last one - block(x)|="
+              f"{(grids['x + FFN = block output'] - pre).abs().max().item():.8f}")
+        for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
+            theirs = torch_wiring(torch_layer, norm_first)(x, src_mask=torch_mask, is_causal=True)
+            print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
+                  f"{(mine - theirs).abs().max().item():.8f}")
+
+    formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
+    check("the block holds the Week 1 formula's numbers", f"parameters: ELI5 block={n_params(block):,}; torch "
+          f"layer={n_params(torch_layer):,}; Week 1 formula 4d^2+2df+f+9d={formula:,}",
+          n_params(block) == n_params(torch_layer) == formula, value=n_params(block),
+          threshold=f"= {formula:,}, and torch's layer the same")
+    print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
+          "original paper = post-norm (after each residual addition)")
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, live window
 
 def live_view(d, h, f, seed):
     """The page's "click the stages": a stage slider; the grid at that stage, the 'sat' row
@@ -166,84 +231,29 @@ def live_view(d, h, f, seed):
     return View(fig, {"stage": slider}, blit)
 
 
-def grid(t):
-    return " x ".join(map(str, t.shape[-2:]))
+
+DESCRIPTION = ("'The cat sat' through the ELI5 pre-norm block, stage by stage, beside the post-norm encoder layer of "
+               "Week 1 (ELI5 Part 3; Week 1, section 6).")
+KNOBS = [knob("--d-model", type=int_range(1, 512), default=4,
+              help="meaning width per word (a multiple of --heads)"),
+         knob("--heads", type=int_range(1, 64), default=1, help="attention heads (must divide --d-model)"),
+         knob("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width"),
+         knob("--seed", type=SEED, default=42, help="torch seed")]
+LIVE = "a stage slider: the [3 x d] grid at each stage, the 'sat' row boxed"
+TRY_IT = [("--d-model 8 --heads 2 --d-ff 32", "every stage keeps [3 x 8]; one weight table per head"),
+          ("--seed 1", "other word vectors, the same shapes")]
+
+
+def limits(args):
+    return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
 
 
 def main():
-    parser = lesson_parser(__file__, "'The cat sat' through the ELI5 pre-norm block, stage by stage, "
-                           "beside the post-norm encoder layer of Week 1 (ELI5 Part 3; Week 1, section 6).",
-                           try_it=[("--d-model 8 --heads 2 --d-ff 32", "every stage keeps [3 x 8]; one "
-                                    "weight table per head"),
-                                   ("--seed 1", "other word vectors, the same shapes")])
-    parser.add_argument("--d-model", type=int_range(1, 512), default=4,
-                        help="meaning width per word (a multiple of --heads)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=1, help="attention heads (must divide --d-model)")
-    parser.add_argument("--d-ff", type=int_range(1, 4096), default=16, help="FFN hidden width")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
-    add_live(parser, "a stage slider: the [3 x d] grid at each stage, the 'sat' row boxed")
-    args = parser.parse_args()
-    d, h, f = args.d_model, args.heads, args.d_ff
-    if d % h:
-        parser.error(f"--d-model {d} is not divisible by --heads {h}")
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+    lesson(args)
     if args.live:
-        need_window(parser)
-
-    x, block, torch_layer = build(d, h, f, args.seed)
-
-    with torch.no_grad():
-        grids = stages(block, x)
-        print(f"words {WORDS}: a [{grid(x)}] grid, one row per word, columns = meaning")
-        print(f"  {'stage':<30}{'grid':<10}the 'sat' row")
-        for name, value in grids.items():
-            print(f"  {name:<30}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
-        normed, mixed = grids["LN1(x)"], grids["x + attention"]
-        print("  (LN1, LN2 = LayerNorm; their gamma and beta are random, as after training, so a row need not")
-        print("   average 0. FFN widened = ReLU(row W_1 + b_1): negatives set to 0; folded back = row W_2 + b_2)")
-        print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
-              f"{f} numbers and folds it back to {d})")
-
-        torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
-        weights = torch_layer.self_attn(normed, normed, normed, attn_mask=torch_mask,
-                                        average_attn_weights=False)[1][0]  # (h, seq, seq)
-        for i, head in enumerate(weights, start=1):
-            print(f"attention weights{f' of head {i}' if h > 1 else ''} "
-                  "(row = word, column = the word it looks at):")
-            for word, values in zip(WORDS, head.tolist(), strict=True):
-                print(f"  {word:<4}{vec(values)}")
-        sums, future = weights.sum(-1), weights.triu(diagonal=1).sum().item()
-        check("each row sums to 1, none of it on future words", f"each row's sum: smallest {sums.min().item():.6f}, "
-              f"largest {sums.max().item():.6f}; weight on future words: {future}",
-              (sums - 1).abs().max().item() < 1e-6 and future == 0, value=(sums - 1).abs().max().item(),
-              threshold="every row within 1e-6 of 1; future weight exactly 0")
-        changed = not torch.equal(x[0, -1], mixed[0, -1])
-        check("attention rewrites the sat row", f"'sat' row changed by attention: {changed}", changed,
-              value=changed, threshold="the row after x + attention differs from x")
-
-        pre, post = block(x), post_norm(block, x)
-        same = torch.allclose(pre, post)
-        check("pre-norm and post-norm are different wirings", f"pre-norm block output [{grid(pre)}]; post-norm layer "
-              f"output [{grid(post)}]; same values: {same}", not same, value=same,
-              threshold="the two outputs differ (torch.allclose)")
-        print("three checks that the block is what it says (0 = the same numbers, up to rounding):")
-        print(f"max |the stages above, last one - block(x)|="
-              f"{(grids['x + FFN = block output'] - pre).abs().max().item():.8f}")
-        for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
-            torch_layer.norm_first = norm_first
-            theirs = torch_layer(x, src_mask=torch_mask, is_causal=True)
-            print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
-                  f"{(mine - theirs).abs().max().item():.8f}")
-
-    formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
-    check("the block holds the Week 1 formula's numbers", f"parameters: ELI5 block={n_params(block):,}; torch "
-          f"layer={n_params(torch_layer):,}; Week 1 formula 4d^2+2df+f+9d={formula:,}",
-          n_params(block) == n_params(torch_layer) == formula, value=n_params(block),
-          threshold=f"= {formula:,}, and torch's layer the same")
-    print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
-          "original paper = post-norm (after each residual addition)")
-    if args.live:
-        show(live_view, d, h, f, args.seed)
+        show(live_view, args.d_model, args.heads, args.d_ff, args.seed)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
