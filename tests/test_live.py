@@ -64,16 +64,17 @@ def run_live(name, *argv):
             self.last = state
             super().watch(*state, last=last)
 
-    module.need_window = lambda parser: None
+    module.need_window = lambda parser: None  # (a lesson that checks for a window itself)
     module.show = lambda build, *args: handed.append((build, args))
     module.TrainingWindow = Watched
-    saved = sys.argv, os.environ.get(OUTPUT_ROOT)
+    saved = sys.argv, os.environ.get(OUTPUT_ROOT), live.need_window
     sys.argv, os.environ[OUTPUT_ROOT] = [str(SCRIPTS[name]), *argv, "--live"], str(SCRATCH / "live_runs")
+    live.need_window = lambda parser: None  # (common.cli.lesson_args checks for a window through common.live)
     try:
         with contextlib.redirect_stdout(io.StringIO()) as out:
             module.main()
     finally:
-        sys.argv = saved[0]
+        sys.argv, live.need_window = saved[0], saved[2]
         if saved[1] is None:
             del os.environ[OUTPUT_ROOT]
         else:
@@ -120,7 +121,10 @@ import contextlib, io, runpy, sys
 sys.path.insert(0, %r)
 sys.argv = sys.argv[1:]
 with contextlib.redirect_stdout(io.StringIO()):
-    runpy.run_path(sys.argv[0], run_name="__main__")
+    try:
+        runpy.run_path(sys.argv[0], run_name="__main__")
+    except SystemExit:  # a lesson ends by run(main), which exits with main()'s status
+        pass
 print("matplotlib" in sys.modules)
 """ % str(run_all.ROOT))
 MATPLOTLIB_LOADED = {name: lesson_run(name, SCRIPTS[name], path=LOADS_MATPLOTLIB, fresh=True) for name in
