@@ -9,7 +9,7 @@ uphold the page on every belief, and list the bullets they cannot test in the do
 import math
 import re
 
-from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, verdict
+from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, MOVES, moved, verdict, yes
 
 import pytest
 import torch
@@ -195,6 +195,16 @@ def test_untested_bullets_are_named_in_the_docstring_and_the_output(runs, week):
     for bullet in listed:
         assert bullet.lower() in docstring, bullet
     assert f"bullets no computation here can settle (listed above): {len(listed)}" in runs[week].stdout
+
+
+def test_moved_means_a_change_bigger_than_its_tolerance_or_another_shape():
+    """Both scripts' "moves" and "changes": by more than 1e-9 (the default), at the edge not yet."""
+    a = torch.zeros(3, dtype=F64)
+    assert MOVES == 1e-9
+    assert not moved(a, a) and not moved(a, a + MOVES) and moved(a, a + 2 * MOVES) and moved(a, a - 2 * MOVES)
+    assert moved(a, a[None]), "a [1, 3] against a [3] broadcasts to no difference, but it is another shape"
+    assert not moved(a, a + 0.5, tolerance=0.5) and moved(a, a + 0.5, tolerance=0.25)
+    assert (yes(True), yes(False), yes(torch.tensor(True))) == ("yes", "no", "yes")
 
 
 def test_the_mistakes_scripts_tags_are_week2_03s_table():
