@@ -189,13 +189,12 @@ def test_the_default_run_upholds_the_page_on_every_belief_and_each_has_a_flip_ca
         in result.stdout
 
 
-def where_the_bullets_are_written(name):
+def notes_section(name):
     """The notes section a script's docstring names on its last line ("Notes: week1/NOTES.md,
-    section 08."), from its "## 08 ..." heading to the next; the docstring itself if it names none."""
-    doc = load_script(name).__doc__
-    named = re.search(r"^Notes: (week\d/NOTES\.md), section (\d+)\.$", doc.strip().splitlines()[-1])
-    if not named:
-        return doc
+    section 08."), from its "## 08 ..." heading to the next."""
+    last = load_script(name).__doc__.strip().splitlines()[-1]
+    named = re.fullmatch(r"Notes: (week\d/NOTES\.md), section (\d+)\.", last)
+    assert named, f"{name}'s docstring ends with {last!r}, not with where its notes are"
     path, number = named.groups()
     section = re.search(rf"^## {number} .*?(?=^## |\Z)", (ROOT / path).read_text(encoding="utf-8"), flags=re.M | re.S)
     assert section, f"{path} has no section {number}"
@@ -203,10 +202,17 @@ def where_the_bullets_are_written(name):
 
 
 @pytest.mark.parametrize("week", NAMES)
+def test_the_docstring_is_short_and_its_notes_are_where_it_says(week):
+    assert len(load_script(NAMES[week]).__doc__.strip().splitlines()) <= 20
+    number = NAMES[week].split("/")[1][:2]
+    assert notes_section(NAMES[week]).splitlines()[0] == f"## {number} mistakes shown"
+
+
+@pytest.mark.parametrize("week", NAMES)
 def test_untested_bullets_are_named_in_the_notes_and_the_output(runs, week):
     listed = re.findall(r'^  - "(.+?) \(section \d\)": ', runs[week].stdout, flags=re.M)
     assert listed
-    written = " ".join(where_the_bullets_are_written(NAMES[week]).split()).lower()
+    written = " ".join(notes_section(NAMES[week]).split()).lower()
     for bullet in listed:
         assert bullet.lower() in written, bullet
     assert f"bullets no computation here can settle (listed above): {len(listed)}" in runs[week].stdout
