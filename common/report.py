@@ -2,7 +2,8 @@
 (computed value next to the page's value) and the "Mistakes people make" experiments
 (a belief, one measurement run in two worlds, a computed verdict). Prints as it goes, and
 hands run_all a record of each value, belief and bullet (common/records.py), named by its
-section and label, or by the belief or bullet itself; finish() gives the exit status."""
+section and label, or by the belief or bullet itself; finish() gives the exit status.
+yes() and moved() are the mistakes scripts' shared words: a yes-or-no answer, and a change."""
 import re
 import textwrap
 from dataclasses import dataclass
@@ -12,6 +13,19 @@ from common.records import CONTRADICTS as RECORD_CONTRADICTS
 from common.records import NOT_TESTED, UPHOLDS, record
 
 WIDTH = 100  # a belief's lines are wrapped to this many characters
+MOVES = 1e-9  # the mistakes scripts' "moves": far above float64 rounding (about 1e-16)
+
+
+def yes(flag):
+    """A yes-or-no question's answer, as a mistakes script prints it: "yes" when `flag` holds."""
+    return "yes" if flag else "no"
+
+
+def moved(a, b, tolerance=MOVES):
+    """Did anything change between the tensors a and b: some entry by more than `tolerance`,
+    or the shape? This is what "moves" and "changes" mean in the mistakes scripts (week1/08,
+    week2/11), where every number is float64 and 1e-9 is far above its rounding."""
+    return a.shape != b.shape or bool((a - b).abs().max() > tolerance)
 
 
 def like(value, page):

@@ -4,12 +4,13 @@ Each belief's measurement in those scripts is a function of the world it measure
 each one is fed the real world (the one the script uses) and then, in its place, the
 belief's world and other wrong implementations: the verdict must be "as the page says"
 for the first and flip to CONTRADICTS THE PAGE for every wrong one. The default runs must
-uphold the page on every belief, and list the bullets they cannot test in the docstring too.
+uphold the page on every belief, and list the bullets they cannot test in their notes too.
 """
 import math
 import re
+from pathlib import Path
 
-from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, verdict
+from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, MOVES, moved, verdict, yes
 
 import pytest
 import torch
@@ -21,6 +22,7 @@ from tests.conftest import load_script
 W1, W2 = load_script("week1/08_mistakes_shown"), load_script("week2/11_mistakes_shown")
 F64 = torch.float64
 SEED = 42
+ROOT = Path(__file__).resolve().parents[1]
 
 
 # ---------------------------------------------------------------- wrong implementations beyond the scripts' own
@@ -187,14 +189,43 @@ def test_the_default_run_upholds_the_page_on_every_belief_and_each_has_a_flip_ca
         in result.stdout
 
 
+def notes_section(name):
+    """The notes section a script's docstring names on its last line ("Notes: week1/NOTES.md,
+    section 08."), from its "## 08 ..." heading to the next."""
+    last = load_script(name).__doc__.strip().splitlines()[-1]
+    named = re.fullmatch(r"Notes: (week\d/NOTES\.md), section (\d+)\.", last)
+    assert named, f"{name}'s docstring ends with {last!r}, not with where its notes are"
+    path, number = named.groups()
+    section = re.search(rf"^## {number} .*?(?=^## |\Z)", (ROOT / path).read_text(encoding="utf-8"), flags=re.M | re.S)
+    assert section, f"{path} has no section {number}"
+    return section.group()
+
+
 @pytest.mark.parametrize("week", NAMES)
-def test_untested_bullets_are_named_in_the_docstring_and_the_output(runs, week):
+def test_the_docstring_is_short_and_its_notes_are_where_it_says(week):
+    assert len(load_script(NAMES[week]).__doc__.strip().splitlines()) <= 20
+    number = NAMES[week].split("/")[1][:2]
+    assert notes_section(NAMES[week]).splitlines()[0] == f"## {number} mistakes shown"
+
+
+@pytest.mark.parametrize("week", NAMES)
+def test_untested_bullets_are_named_in_the_notes_and_the_output(runs, week):
     listed = re.findall(r'^  - "(.+?) \(section \d\)": ', runs[week].stdout, flags=re.M)
     assert listed
-    docstring = " ".join(load_script(NAMES[week]).__doc__.split()).lower()
+    written = " ".join(notes_section(NAMES[week]).split()).lower()
     for bullet in listed:
-        assert bullet.lower() in docstring, bullet
+        assert bullet.lower() in written, bullet
     assert f"bullets no computation here can settle (listed above): {len(listed)}" in runs[week].stdout
+
+
+def test_moved_means_a_change_bigger_than_its_tolerance_or_another_shape():
+    """Both scripts' "moves" and "changes": by more than 1e-9 (the default), at the edge not yet."""
+    a = torch.zeros(3, dtype=F64)
+    assert MOVES == 1e-9
+    assert not moved(a, a) and not moved(a, a + MOVES) and moved(a, a + 2 * MOVES) and moved(a, a - 2 * MOVES)
+    assert moved(a, a[None]), "a [1, 3] against a [3] broadcasts to no difference, but it is another shape"
+    assert not moved(a, a + 0.5, tolerance=0.5) and moved(a, a + 0.5, tolerance=0.25)
+    assert (yes(True), yes(False), yes(torch.tensor(True))) == ("yes", "no", "yes")
 
 
 def test_the_mistakes_scripts_tags_are_week2_03s_table():

@@ -2,57 +2,20 @@
 
 Page: Week 1, the "Mistakes people make" boxes of sections 1 to 7.
 
-How each belief is tested. One measurement is written once, as a function that takes a
-"world" (an implementation) as its argument, and it is run twice: in the world the page
-describes and in a world where the belief would hold. Where the page's world exists in
-torch, it IS torch (scaled_dot_product_attention, nn.MultiheadAttention, the encoder
-layers, autograd), not a copy of the formula under test. The verdict comes from the two
-results: "the belief is wrong, as the page says" only if the page's world behaves as the
-page says and the belief's world, measured the same way, does not. If the page's world
-misbehaves the verdict is CONTRADICTS THE PAGE; if both worlds look alike the experiment
-proved nothing and says so. tests/test_mistakes.py feeds each measurement the belief's
-world (and other wrong implementations) in place of the real one and sees the verdict flip.
+Each belief gets one measurement, written once as a function of a "world" (an
+implementation) and run twice: in the page's world, the real thing (torch's own attention,
+layers and autograd; the page's formula where torch has none), and in a world where the
+belief would hold. The verdict comes from the two: "the belief is wrong, as the page says"
+only if the page's world behaves as the page says and the belief's world, measured the same
+way, does not; CONTRADICTS THE PAGE if the page's world misbehaves; if both look alike, the
+experiment proved nothing and says so.
 
-What the measurements rely on (torch 2.13):
-  - torch's attention scores by content only; F.scaled_dot_product_attention divides by
-    sqrt(d_k) unless given another `scale` (a plain number, not a learned tensor); with
-    V = I (each value a one-hot "which key am I") its output rows ARE the weights.
-  - nn.MultiheadAttention keeps W^Q, W^K, W^V as the three row blocks of in_proj_weight
-    and returns its weights as [batch, queries, keys]; nn.Linear (its W^O, out_proj)
-    stores the matrix as [out, in] and computes x @ weight.T, so with row vectors the
-    matrix acts on the right.
-  - nn.TransformerEncoder deep-copies its layer, so the six layers start equal.
-  - nn.TransformerEncoderLayer follows "Attention Is All You Need"; its default
-    norm_first=False is the paper's post-norm, so it stands in for the paper's layer.
-
-Setup (choices the page does not make): torch float64 throughout, so no printed number
-moves with the CPU; every random draw (inputs and torch's starting weights) comes from
-torch.manual_seed(--seed) at the start of each measurement, so both worlds see the same
-inputs; small sizes (4 to 8 numbers per word) except where the page gives its own (d_k =
-64, d_model = 512). "Moves" or "changes" means by more than 1e-9 (float64 rounding is
-about 1e-16); "adds up to 1" means within 1e-9. Seeds 0 to 149 all give the same verdicts;
-the numbers that come from random draws change.
-The natural alternative, float32 (torch's default), rounds at about 1e-7: the 1e-9 threshold
-would then call rounding a change, and some printed digits could move between CPUs.
-Choices for single beliefs:
-  1. torch has no additive attention, so the page's own formula is the page's world.
-  2. There is no trained translator here: each French query is a copy of the key of the
-     English word it translates, a stand-in for what training teaches the queries.
-  5. W^Q, W^K, W^V start equal (I, the page's shortcut), so one step shows if they part.
-  10. No trained projections are at hand, so the lined-up query q = 4 k_1 is built.
-  11. "Without scaling" is torch's attention with scale 1.
-  19. The belief's world is only the round numbers: no module has those counts. Each world
-      is held to the page's exact counts, 4 d^2 + 2 d f + f + 9 d = 3,152,384 per layer and
-      d x d_k = 32,768 for one head's W^Q, so any other count world is caught too.
-
-Bullets no computation here can settle (also printed at the end, with the reason):
-"seq2seq means exactly two RNNs and one vector" (what a word means), "long sentences always
-get worse" (needs trained translators and real sentences), "a weight is a guaranteed
-explanation" (what a reader makes of a weight), "heads find distinct, readable roles" (needs
-trained models and a person reading them). Section 7's "more heads add weights" repeats
-section 5's bullet and is tested once, as belief 12.
-
-Exit status: 0 when every verdict is "as the page says", 1 otherwise.
+Prints, page section by page section, each belief: the experiment, what the measurement saw
+in each world, the verdict; then the bullets no computation can settle, and why; then the
+tally. Exit status 0 when every verdict is "as the page says", 1 otherwise.
+Setup: torch float64; each measurement starts from torch.manual_seed(--seed), so both worlds
+see the same inputs; "moves" means by more than 1e-9.
+Notes: week1/NOTES.md, section 08.
 """
 import math
 import sys
@@ -60,28 +23,19 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, lesson_parser
+from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec
-from common.report import Finding, Ledger
+from common.report import MOVES, Finding, Ledger, moved, yes
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-F64 = torch.float64
-MOVES = 1e-9  # a change bigger than this counts as "moves"; float64 rounding is about 1e-16
-
-
-def yes(flag):
-    return "yes" if flag else "no"
-
-
-def moved(a, b):
-    """Did anything change between a and b (a different shape counts as a change)?"""
-    return a.shape != b.shape or bool((a - b).abs().max() > MOVES)
+F64 = torch.float64  # every tensor: float64 rounds at about 1e-16, far below MOVES, so no printed digit moves
 
 
 def all_ones(sums):
+    """Does every sum equal 1, to within MOVES?"""
     return bool((sums - 1).abs().max() <= MOVES)
 
 
@@ -90,23 +44,6 @@ def span(values):
     low, high = float(values.detach().min()), float(values.detach().max())
     text = (lambda v: f"{v:,.2f}") if high < 1e4 else (lambda v: f"{v:.1e}")
     return text(low) if text(low) == text(high) else f"{text(low)} to {text(high)}"
-
-
-def weights_of(attend, q, k):
-    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
-    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
-    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
-
-
-def sdpa(q, k, v):
-    """torch's own attention: softmax(q k^T / sqrt(d_k)) v, scores from content only."""
-    return F.scaled_dot_product_attention(q, k, v)
-
-
-def encoder_layer(d, norm_first=False):
-    """torch's encoder layer (self-attention + FFN, residuals, LayerNorms); dropout off."""
-    return nn.TransformerEncoderLayer(d, 2, 2 * d, dropout=0.0, batch_first=True, norm_first=norm_first,
-                                      dtype=F64)
 
 
 # ---------------------------------------------------------------- section 2
@@ -140,6 +77,17 @@ def what_steers_the_weights(attend, seed):
     return Finding(seen, len(alpha) == len(H) and all_ones(alpha.sum()) and by_source and not by_decoder)
 
 
+def weights_of(attend, q, k):
+    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
+    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
+    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
+
+
+def sdpa(q, k, v):
+    """torch's own attention: softmax(q k^T / sqrt(d_k)) v, scores from content only."""
+    return F.scaled_dot_product_attention(q, k, v)
+
+
 def diagonal_attention(q, k, v):
     """The belief's world: step t always looks hardest at source word t, whatever the words say."""
     distance = (torch.arange(q.shape[-2])[:, None] - torch.arange(k.shape[-2])[None, :]).abs()
@@ -156,6 +104,20 @@ def where_each_step_looks(attend, seed):
     peaks = weights_of(attend, french, english)[0].argmax(dim=-1).tolist()
     seen = f"biggest weight of French steps 1-4 on English words {[p + 1 for p in peaks]}"
     return Finding(seen, peaks == order)
+
+
+def section_2(ledger, seed):
+    """Section 2's beliefs 1 and 2, each measured in the page's world and in the belief's."""
+    ledger.section("Section 2: looking back (Bahdanau attention)")
+    ledger.belief(1, "attention weights are spread over the decoder states",
+                  "3 decoder steps, 4 source words; change source word 4, then decoder step 3",
+                  ("the page's formula, a softmax over the source words", what_steers_the_weights(bahdanau, seed)),
+                  ("a softmax over the decoder states", what_steers_the_weights(bahdanau_over_decoder_states, seed)))
+    ledger.belief(2, "the biggest weight always sits on the diagonal (step t looks at word t)",
+                  '"the black cat sleeps" -> "le chat noir dort" swaps words 2 and 3; each French query is '
+                  "built to match its English word",
+                  ("torch's attention, which scores what words hold", where_each_step_looks(sdpa, seed)),
+                  ("attention tied to the diagonal", where_each_step_looks(diagonal_attention, seed)))
 
 
 # ---------------------------------------------------------------- section 3
@@ -248,6 +210,12 @@ def do_the_roles_part(world, seed):
     return Finding(seen, parted)
 
 
+def encoder_layer(d, norm_first=False):
+    """torch's encoder layer (self-attention + FFN, residuals, LayerNorms); dropout off."""
+    return nn.TransformerEncoderLayer(d, 2, 2 * d, dropout=0.0, batch_first=True, norm_first=norm_first,
+                                      dtype=F64)
+
+
 def ffn_only(d):
     """The belief's world: an 'encoder layer' with no attention, only the per-word FFN."""
     return nn.Sequential(nn.Linear(d, 2 * d, dtype=F64), nn.ReLU(), nn.Linear(2 * d, d, dtype=F64))
@@ -301,6 +269,32 @@ def does_order_show(make_attention, seed):
     seen = (f"words put in the order {[i + 1 for i in shuffle]}: the outputs are the old outputs in "
             f"that order, nothing else changed: {yes(blind)}")
     return Finding(seen, blind)
+
+
+def section_3(ledger, seed):
+    """Section 3's beliefs 3 to 7, each measured in the page's world and in the belief's."""
+    ledger.section("Section 3: self-attention and Q, K, V")
+    ledger.belief(3, "the output is a weighted sum of the keys",
+                  "the notes' example q = 1, k_1 = k_2 = 0, v_1 = [1, 0], v_2 = [0, 2]",
+                  ("torch's attention", what_gets_mixed(sdpa)),
+                  ("keys handed back", what_gets_mixed(keys_mixed)))
+    ledger.belief(4, "softmax normalizes over the queries",
+                  "3 queries look at 5 keys; add up the weights along each row (one query) and each column (one key)",
+                  ("torch's nn.MultiheadAttention", which_way_weights_add_up(torch_weights, seed)),
+                  ("a softmax over the queries", which_way_weights_add_up(softmax_over_queries, seed)))
+    ledger.belief(5, "W^Q, W^K and W^V are one matrix (the identity trick's three copies)",
+                  "start all three at I, take one training step with autograd, compare them",
+                  ("torch's nn.MultiheadAttention", do_the_roles_part(torch_projections, seed)),
+                  ("one matrix in all three roles", do_the_roles_part(one_shared_matrix, seed)))
+    ledger.belief(6, "attention lives only in the decoder",
+                  "an encoder layer on its own, 4 words, no decoder; change word 1, watch word 3 "
+                  "(the decoder's cross-attention, which reads another sentence, is Week 2)",
+                  ("torch's nn.TransformerEncoderLayer", do_encoder_words_talk(encoder_layer, seed)),
+                  ("an encoder of FFNs only", do_encoder_words_talk(ffn_only, seed)))
+    ledger.belief(7, "self-attention alone can tell word order",
+                  "shuffle 5 words and attend again, no position tags",
+                  ("torch's nn.MultiheadAttention", does_order_show(torch_self_attention, seed)),
+                  ("the same, handed position tags", does_order_show(self_attention_with_positions, seed)))
 
 
 # ---------------------------------------------------------------- section 4
@@ -389,23 +383,44 @@ def learned_scale_layer(d, scaled):
 
 
 def what_scaling_costs(make_layer, seed):
-    """Belief 11: build the layer without and with the scaling (the same starting weights);
+    """Belief 11: build the layer without and with the scaling, from the same starting weights;
     count learned numbers, look at the shape, check the switch changes the output, and count
     torch's nn.MultiheadAttention, which scales inside."""
-    x = torch.randn(1, 5, 8, dtype=F64, generator=torch.Generator().manual_seed(seed))
     torch.manual_seed(seed)
+    x = torch.randn(1, 5, 8, dtype=F64)  # [1, 5 words, d = 8]
     plain, plain_forward = make_layer(8, False)
-    torch.manual_seed(seed)
     scaled, scaled_forward = make_layer(8, True)
+    scaled.load_state_dict(plain.state_dict(), strict=False)  # plain's weights: only the scaling differs
     counts = n_params(plain), n_params(scaled)
     outputs = plain_forward(x), scaled_forward(x)
     shapes = [list(out.shape) for out in outputs]
-    switch_works = not torch.allclose(*outputs)
+    switch_works = moved(*outputs)
     torch_mha = n_params(nn.MultiheadAttention(8, 2, dtype=F64))
     seen = (f"without scaling {counts[0]} learned numbers, output {shapes[0]}; "
-            f"with scaling {counts[1]}, output {shapes[1]}; the outputs differ: {'yes' if switch_works else 'no'}; "
+            f"with scaling {counts[1]}, output {shapes[1]}; the outputs differ: {yes(switch_works)}; "
             f"torch's nn.MultiheadAttention(8, 2), which scales inside, holds {torch_mha}")
     return Finding(seen, counts[0] == counts[1] == torch_mha and shapes[0] == shapes[1] and switch_works)
+
+
+def section_4(ledger, seed):
+    """Section 4's beliefs 8 to 11, each measured in the page's world and in the belief's."""
+    ledger.section("Section 4: dividing by sqrt(d_k)")
+    ledger.belief(8, "scaling by sqrt(d_k) makes every row uniform",
+                  "one query, 6 keys, d_k = 64: the weights after scaling",
+                  ("torch's attention, scaled by 1/sqrt(64)", are_rows_flat(sdpa, seed)),
+                  ("a scaling that flattens rows", are_rows_flat(flattening_scale, seed)))
+    ledger.belief(9, "scaling is what makes each row sum to 1",
+                  "3 queries, 6 keys, d_k = 64: row sums with the scaling on and switched off",
+                  ("torch's attention", what_makes_rows_add_up(torch_scaling_switch, seed)),
+                  ("the scaling divides by the row total", what_makes_rows_add_up(scaling_that_normalizes, seed)))
+    ledger.belief(10, "after scaling, softmax can no longer saturate",
+                  "d_k = 64, 6 keys; a query lined up with key 1 (q = 4 k_1), which no rule forbids",
+                  ("torch's attention", largest_weight(sdpa, seed)),
+                  ("scaling by each row's own spread", largest_weight(spread_scaling, seed)))
+    ledger.belief(11, "scaling adds parameters or changes a shape",
+                  "one attention layer (d = 8, 5 words) built without and with the scaling",
+                  ("torch's nn.Linear projections and attention", what_scaling_costs(torch_attention_layer, seed)),
+                  ("a learned scale", what_scaling_costs(learned_scale_layer, seed)))
 
 
 # ---------------------------------------------------------------- section 5
@@ -451,6 +466,19 @@ def where_W_O_goes(project):
     right = list(out.shape) == [1, 2] and not moved(out, torch.tensor([[4.0, 6.0]], dtype=F64))
     return Finding(f"the row [1, 2, 3, 4] becomes {vec(out.flatten(), 0)}, shape {list(out.shape)} "
                    "(the page's [4, 6] = concat @ W^O)", right)
+
+
+def section_5(ledger):
+    """Section 5's beliefs 12 and 13 (counts and shapes: nothing random)."""
+    ledger.section("Section 5: several heads and W^O")
+    ledger.belief(12, "more heads mean more weights (section 7 repeats this bullet)",
+                  "count the learned numbers of one attention layer at d_model = 512 as the heads grow",
+                  ("torch's nn.MultiheadAttention", weights_as_heads_grow(torch_heads)),
+                  ("every head full width", weights_as_heads_grow(full_width_heads)))
+    ledger.belief(13, "W^O multiplies the concatenated heads from the left",
+                  "the notes' example: concat [1, 2, 3, 4] (a row, [1, 4]) and W^O [4, 2]",
+                  ("torch's nn.Linear, MHA's out_proj", where_W_O_goes(torch_out_proj)),
+                  ("W^O @ concat", where_W_O_goes(W_O_on_the_left)))
 
 
 # ---------------------------------------------------------------- section 6
@@ -552,6 +580,27 @@ def where_the_norm_sits(make_layer, seed):
     return Finding(seen, is_post and not is_pre)
 
 
+def section_6(ledger, seed):
+    """Section 6's beliefs 14 to 17, each measured in the page's world and in the belief's."""
+    ledger.section("Section 6: the encoder layer")
+    ledger.belief(14, "the FFN looks at neighbouring tokens",
+                  "change token 3 of 5 and run the FFN again",
+                  ("torch's Linear-ReLU-Linear", which_outputs_move(torch_ffn, seed)),
+                  ("an FFN that reads its neighbours", which_outputs_move(neighbour_ffn, seed)))
+    ledger.belief(15, "identical layers share weights",
+                  "a 6-layer encoder: compare layers 1 and 2 before and after one training step; count the stack",
+                  ("torch's nn.TransformerEncoder", do_layers_part(torch_encoder_stack, seed)),
+                  ("one layer used six times", do_layers_part(one_layer_six_times, seed)))
+    ledger.belief(16, "the encoder's self-attention is masked like the decoder's",
+                  "4 words through one encoder layer; autograd asks how word 1's output responds to word 3",
+                  ("torch's nn.TransformerEncoderLayer, no mask", can_word_1_see_word_3(encoder_layer, seed)),
+                  ("the same layer with a causal mask", can_word_1_see_word_3(causal_encoder, seed)))
+    ledger.belief(17, "the original layer puts LayerNorm before each sublayer (pre-norm)",
+                  "rebuild the layer's output by hand from its own parts, both ways",
+                  ("torch's default layer, built after the paper", where_the_norm_sits(encoder_layer, seed)),
+                  ("torch's layer with norm_first=True", where_the_norm_sits(pre_norm_layer, seed)))
+
+
 # ---------------------------------------------------------------- section 7
 
 def torch_encoder_layer_512():
@@ -621,97 +670,8 @@ def score_entries(weights_fn):
     return Finding(seen, entries[24] == 4 * entries[12] and entries[48] == 4 * entries[24])
 
 
-def main():
-    parser = lesson_parser(__file__, "Week 1's 'Mistakes people make': each belief tested by one measurement "
-                           "run in two worlds, the page's (torch's own) and the belief's.", try_it=[
-                               ("--seed 7", "new random words and starting weights: the numbers drawn from them "
-                                "change, every verdict stays")])
-    parser.add_argument("--seed", type=SEED, default=42,
-                        help="seed of every random draw (the inputs and torch's starting weights)")
-    seed = parser.parse_args().seed
-    ledger = Ledger()
-    ledger.two_worlds("Week 1: mistakes people make, tested", "attention, layers and gradients")
-
-    ledger.section("Section 2: looking back (Bahdanau attention)")
-    ledger.belief(1, "attention weights are spread over the decoder states",
-                  "3 decoder steps, 4 source words; change source word 4, then decoder step 3",
-                  ("the page's formula, a softmax over the source words", what_steers_the_weights(bahdanau, seed)),
-                  ("a softmax over the decoder states", what_steers_the_weights(bahdanau_over_decoder_states, seed)))
-    ledger.belief(2, "the biggest weight always sits on the diagonal (step t looks at word t)",
-                  '"the black cat sleeps" -> "le chat noir dort" swaps words 2 and 3; each French query is '
-                  "built to match its English word",
-                  ("torch's attention, which scores what words hold", where_each_step_looks(sdpa, seed)),
-                  ("attention tied to the diagonal", where_each_step_looks(diagonal_attention, seed)))
-
-    ledger.section("Section 3: self-attention and Q, K, V")
-    ledger.belief(3, "the output is a weighted sum of the keys",
-                  "the notes' example q = 1, k_1 = k_2 = 0, v_1 = [1, 0], v_2 = [0, 2]",
-                  ("torch's attention", what_gets_mixed(sdpa)),
-                  ("keys handed back", what_gets_mixed(keys_mixed)))
-    ledger.belief(4, "softmax normalizes over the queries",
-                  "3 queries look at 5 keys; add up the weights along each row (one query) and each column (one key)",
-                  ("torch's nn.MultiheadAttention", which_way_weights_add_up(torch_weights, seed)),
-                  ("a softmax over the queries", which_way_weights_add_up(softmax_over_queries, seed)))
-    ledger.belief(5, "W^Q, W^K and W^V are one matrix (the identity trick's three copies)",
-                  "start all three at I, take one training step with autograd, compare them",
-                  ("torch's nn.MultiheadAttention", do_the_roles_part(torch_projections, seed)),
-                  ("one matrix in all three roles", do_the_roles_part(one_shared_matrix, seed)))
-    ledger.belief(6, "attention lives only in the decoder",
-                  "an encoder layer on its own, 4 words, no decoder; change word 1, watch word 3 "
-                  "(the decoder's cross-attention, which reads another sentence, is Week 2)",
-                  ("torch's nn.TransformerEncoderLayer", do_encoder_words_talk(encoder_layer, seed)),
-                  ("an encoder of FFNs only", do_encoder_words_talk(ffn_only, seed)))
-    ledger.belief(7, "self-attention alone can tell word order",
-                  "shuffle 5 words and attend again, no position tags",
-                  ("torch's nn.MultiheadAttention", does_order_show(torch_self_attention, seed)),
-                  ("the same, handed position tags", does_order_show(self_attention_with_positions, seed)))
-
-    ledger.section("Section 4: dividing by sqrt(d_k)")
-    ledger.belief(8, "scaling by sqrt(d_k) makes every row uniform",
-                  "one query, 6 keys, d_k = 64: the weights after scaling",
-                  ("torch's attention, scaled by 1/sqrt(64)", are_rows_flat(sdpa, seed)),
-                  ("a scaling that flattens rows", are_rows_flat(flattening_scale, seed)))
-    ledger.belief(9, "scaling is what makes each row sum to 1",
-                  "3 queries, 6 keys, d_k = 64: row sums with the scaling on and switched off",
-                  ("torch's attention", what_makes_rows_add_up(torch_scaling_switch, seed)),
-                  ("the scaling divides by the row total", what_makes_rows_add_up(scaling_that_normalizes, seed)))
-    ledger.belief(10, "after scaling, softmax can no longer saturate",
-                  "d_k = 64, 6 keys; a query lined up with key 1 (q = 4 k_1), which no rule forbids",
-                  ("torch's attention", largest_weight(sdpa, seed)),
-                  ("scaling by each row's own spread", largest_weight(spread_scaling, seed)))
-    ledger.belief(11, "scaling adds parameters or changes a shape",
-                  "one attention layer (d = 8, 5 words) built without and with the scaling",
-                  ("torch's nn.Linear projections and attention", what_scaling_costs(torch_attention_layer, seed)),
-                  ("a learned scale", what_scaling_costs(learned_scale_layer, seed)))
-
-    ledger.section("Section 5: several heads and W^O")
-    ledger.belief(12, "more heads mean more weights (section 7 repeats this bullet)",
-                  "count the learned numbers of one attention layer at d_model = 512 as the heads grow",
-                  ("torch's nn.MultiheadAttention", weights_as_heads_grow(torch_heads)),
-                  ("every head full width", weights_as_heads_grow(full_width_heads)))
-    ledger.belief(13, "W^O multiplies the concatenated heads from the left",
-                  "the notes' example: concat [1, 2, 3, 4] (a row, [1, 4]) and W^O [4, 2]",
-                  ("torch's nn.Linear, MHA's out_proj", where_W_O_goes(torch_out_proj)),
-                  ("W^O @ concat", where_W_O_goes(W_O_on_the_left)))
-
-    ledger.section("Section 6: the encoder layer")
-    ledger.belief(14, "the FFN looks at neighbouring tokens",
-                  "change token 3 of 5 and run the FFN again",
-                  ("torch's Linear-ReLU-Linear", which_outputs_move(torch_ffn, seed)),
-                  ("an FFN that reads its neighbours", which_outputs_move(neighbour_ffn, seed)))
-    ledger.belief(15, "identical layers share weights",
-                  "a 6-layer encoder: compare layers 1 and 2 before and after one training step; count the stack",
-                  ("torch's nn.TransformerEncoder", do_layers_part(torch_encoder_stack, seed)),
-                  ("one layer used six times", do_layers_part(one_layer_six_times, seed)))
-    ledger.belief(16, "the encoder's self-attention is masked like the decoder's",
-                  "4 words through one encoder layer; autograd asks how word 1's output responds to word 3",
-                  ("torch's nn.TransformerEncoderLayer, no mask", can_word_1_see_word_3(encoder_layer, seed)),
-                  ("the same layer with a causal mask", can_word_1_see_word_3(causal_encoder, seed)))
-    ledger.belief(17, "the original layer puts LayerNorm before each sublayer (pre-norm)",
-                  "rebuild the layer's output by hand from its own parts, both ways",
-                  ("torch's default layer, built after the paper", where_the_norm_sits(encoder_layer, seed)),
-                  ("torch's layer with norm_first=True", where_the_norm_sits(pre_norm_layer, seed)))
-
+def section_7(ledger):
+    """Section 7's beliefs 18 to 20 (counts only: nothing random)."""
     ledger.section("Section 7: counting the learned numbers")
     ledger.belief(18, "a parameter count needs no word on what it includes",
                   "count one encoder layer (d = 512, d_ff = 2048) four ways",
@@ -726,6 +686,11 @@ def main():
                   ("torch's nn.MultiheadAttention", score_entries(torch_score_table)),
                   ("a fixed window of 4 keys", score_entries(fixed_window)))
 
+
+# ---------------------------------------------------------------- the lesson, in the page's order
+
+def bullets_no_computation_settles(ledger):
+    """The page's bullets that no measurement here can settle, each with the reason."""
     ledger.section("Bullets no computation here can settle:")
     ledger.untested("Seq2seq means exactly two RNNs and one vector (section 1)",
                     "this is about what the word seq2seq covers, not something a number can show")
@@ -735,9 +700,37 @@ def main():
                     "what a weight explains is a reader's judgement; no measurement computes it")
     ledger.untested("Heads find distinct, readable roles (section 5)",
                     "needs trained models and a person reading their heads")
+
+
+def lesson(args):
+    """The page's sections in its order, each belief with its verdict; the bullets no computation
+    here settles; the tally (and the exit status)."""
+    ledger = Ledger()
+    ledger.two_worlds("Week 1: mistakes people make, tested", "attention, layers and gradients")
+    section_2(ledger, args.seed)
+    section_3(ledger, args.seed)
+    section_4(ledger, args.seed)
+    section_5(ledger)
+    section_6(ledger, args.seed)
+    section_7(ledger)
+    bullets_no_computation_settles(ledger)
     # Each verdict came from one measurement that answered differently in the belief's world:
     # that second line is what makes each "as the page says" worth something.
     return ledger.finish()
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("Week 1's 'Mistakes people make': each belief tested by one measurement run in two worlds, the "
+               "page's (torch's own) and the belief's.")
+KNOBS = [knob("--seed", type=SEED, default=42,
+              help="seed of every random draw (the inputs and torch's starting weights)")]
+TRY_IT = [("--seed 7", "new random words and starting weights: the numbers drawn from them change, every verdict "
+           "stays")]
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
 
 
 if __name__ == "__main__":

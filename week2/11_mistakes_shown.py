@@ -3,103 +3,45 @@
 Page: Week 2, the "Mistakes people make" boxes of sections 1 to 8, and two rows of section
 6's LayerNorm/BatchNorm table.
 
-How each belief is tested. One measurement is written once, as a function that takes a
-"world" (an implementation) as its argument, and it is run twice: in the world the page
-describes and in a world where the belief would hold. Where the page's world exists in
-torch, it IS torch (scaled_dot_product_attention, the decoder and encoder layers, the
-norms, the loss, the optimizer, autograd), not a copy of the formula under test. The
-verdict comes from the two results: "the belief is wrong, as the page says" only if the
-page's world behaves as the page says and the belief's world, measured the same way, does
-not. If the page's world misbehaves the verdict is CONTRADICTS THE PAGE; if both worlds
-look alike the experiment proved nothing and says so. tests/test_mistakes.py feeds each
-measurement the belief's world (and other wrong implementations) in place of the real one
-and sees the verdict flip.
+Each belief gets one measurement, written once as a function of a "world" (an
+implementation) and run twice: in the page's world, the real thing (torch's own attention,
+decoder and encoder layers, norms, loss, optimizer and autograd), and in a world where the
+belief would hold. The verdict comes from the two: "the belief is wrong, as the page says"
+only if the page's world behaves as the page says and the belief's world, measured the same
+way, does not; CONTRADICTS THE PAGE if the page's world misbehaves; if both look alike, the
+experiment proved nothing and says so.
 
-What the measurements rely on (torch 2.13):
-  - F.scaled_dot_product_attention with is_causal=True hides exactly the cells above the
-    diagonal; with V = I (each value a one-hot "which key am I") its output rows ARE the
-    weights. A query whose keys are all hidden gets weights that are all 0 (so its output
-    is 0); nn.MultiheadAttention gives NaN there. Neither adds up to 1.
-  - nn.TransformerDecoderLayer applies tgt_mask to its self-attention and memory_mask (none
-    unless given) to its cross-attention; nn.TransformerDecoder passes tgt_mask to every
-    layer. nn.TransformerEncoderLayer has no input for an encoder output.
-  - module.parameters() lists a tied (shared) tensor once.
-  - nn.BatchNorm1d refuses one value per feature in training mode ("Expected more than 1
-    value per channel when training"); torch.batch_norm, the operation it calls, does not
-    check. In evaluation mode it uses running statistics (mean 0, variance 1 when new);
-    with track_running_stats=False it uses the batch's own statistics in both modes.
-  - F.cross_entropy(label_smoothing=eps) is the cross-entropy against (1 - eps) one-hot +
-    eps / V; torch.optim.Adam with betas (0, 0) moves each weight by lr * g / (|g| + eps).
-
-Setup (choices the page does not make): torch float64 throughout, so no printed number
-moves with the CPU; every random draw (inputs and torch's starting weights) comes from
-torch.manual_seed(--seed) at the start of each measurement, so both worlds see the same
-inputs; small sizes (8 numbers per word, vocabulary 10) except where the page gives its
-own (d = 512, V = 37,000). The decoder of beliefs 1 and 2 is untrained: a model guesses
-wrong before training and still does somewhere after it, and that is all belief 1 needs;
-training would only change which steps differ (and training paths differ between CPUs).
-"Moves" or "changes" means by more than 1e-9 (float64 rounding is about 1e-16). Seeds 0 to
-119 all give the same verdicts; the numbers that come from random draws change.
-The natural alternative, float32 (torch's default), rounds at about 1e-7: the 1e-9 threshold
-would then call rounding a change, and some printed digits could move between CPUs.
-Choices for single beliefs:
-  5. torch 2.13's scaled_dot_product_attention is the page's world (weights all 0).
-  6. Translation is the page's world (the whole source known before the first target word);
-     the belief's world is a source that arrives word by word, where a mask WOULD be needed.
-  16. gamma = 1 and beta = 0, as torch starts them, so "output = beta" reads [0, 0, 0].
-  17. The FFN that outputs -x is built by hand (nothing stops training from reaching it).
-  18. The scores [0.6, 0.1, 1.8, 0.5] are those of week2/05_label_smoothing.
-  19. Torch's Adam at its defaults; one weight's gradient flips sign, as noisy ones do.
-      Building a torch optimizer imports torch._dynamo, about a second of this run; a
-      hand-written Adam would be quicker, but a copy of the very rule under test.
-
-Bullets no computation here can settle (also printed at the end, with the reason):
-"sinusoidal tags guarantee good length extrapolation", "original BERT used pre-LN",
-"warm-up is a universal stability proof", "only the encoder gets position tags" and "the
-decoder has no token embeddings".
-
-Exit status: 0 when every verdict is "as the page says", 1 otherwise.
+Prints, page section by page section, each belief: the experiment, what the measurement saw
+in each world, the verdict; then the bullets no computation can settle, and why; then the
+tally. Exit status 0 when every verdict is "as the page says", 1 otherwise.
+Setup: torch float64; each measurement starts from torch.manual_seed(--seed), so both worlds
+see the same inputs; "moves" means by more than 1e-9; the small decoder is untrained.
+Notes: week2/NOTES.md, section 11.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, lesson_parser
+from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec
-from common.report import Finding, Ledger
+from common.report import MOVES, Finding, Ledger, moved, yes
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-F64 = torch.float64
-MOVES = 1e-9  # a change bigger than this counts as "moves"; float64 rounding is about 1e-16
+F64 = torch.float64  # every tensor: float64 rounds at about 1e-16, far below MOVES, so no printed digit moves
 V, BOS = 10, 0  # vocabulary of the small decoder; token 0 is the start symbol
 GOLD = [1, 2, 3, 4]  # the page's gold target
 
 
-def yes(flag):
-    return "yes" if flag else "no"
-
-
-def moved(a, b):
-    """Did anything change between a and b (a different shape counts as a change)?"""
-    return a.shape != b.shape or bool((a - b).abs().max() > MOVES)
-
+# ---------------------------------------------------------------- section 1
 
 def causal_mask(T):
     """torch's causal mask: -inf above the diagonal (the future), 0 elsewhere."""
     return nn.Transformer.generate_square_subsequent_mask(T, dtype=F64)
 
-
-def weights_of(attend, q, k):
-    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
-    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
-    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
-
-
-# ---------------------------------------------------------------- section 1
 
 def torch_decoder():
     """A small real decoder, untrained: token and position embeddings, one torch layer under
@@ -110,7 +52,7 @@ def torch_decoder():
     to_vocab = nn.Linear(d, V, dtype=F64)
 
     def predict(tokens):  # [T] token ids -> [T, V] scores
-        x = embed(torch.tensor([tokens])) + place(torch.arange(len(tokens)))
+        x = embed(torch.tensor([tokens])) + place(torch.arange(len(tokens)))  # [1, T, d]
         return to_vocab(layer(x, src_mask=causal_mask(len(tokens)), is_causal=True))[0]
 
     return predict
@@ -161,7 +103,27 @@ def who_sees_their_own_label(make_inputs, seed, make_decoder=torch_decoder):
     return Finding(seen, not seeing)
 
 
+def section_1(ledger, seed):
+    """Section 1's beliefs 1 and 2, each measured in the page's world and in the belief's."""
+    ledger.section("Section 1: teacher forcing")
+    ledger.belief(1, "teacher forcing removes the train/inference mismatch",
+                  "a small untrained torch decoder: its inputs in training (the gold words) vs when it generates "
+                  "(its own guesses)",
+                  ("a real decoder, which can guess wrong", inputs_when_generating(torch_decoder, seed)),
+                  ("a decoder that never guesses wrong", inputs_when_generating(never_wrong_decoder, seed)))
+    ledger.belief(2, "the target can be fed to the decoder without the shift",
+                  "the same decoder, causal mask on: change one label at a time, watch that position's output",
+                  ("shifted right, [BOS, y1, y2, y3]", who_sees_their_own_label(shifted, seed)),
+                  ("no shift, [y1, y2, y3, y4]", who_sees_their_own_label(unshifted, seed)))
+
+
 # ---------------------------------------------------------------- section 2
+
+def weights_of(attend, q, k):
+    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
+    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
+    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
+
 
 def torch_causal(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -226,6 +188,23 @@ def row_with_no_key(masked_attend, seed):
     seen = f"query 1's weights {vec(w, 2)}, adding up to {total:.2f}"
     seen += ": a softmax, but every bit of it on a hidden key" if a_softmax else ": no softmax (one adds up to 1)"
     return Finding(seen, not a_softmax)
+
+
+def section_2(ledger, seed):
+    """Section 2's beliefs 3 to 5, each measured in the page's world and in the belief's."""
+    ledger.section("Section 2: the causal mask")
+    ledger.belief(3, "the mask removes the diagonal",
+                  "4 words through attention under the mask; V = I shows the weights",
+                  ("torch's is_causal=True", weight_on_itself(torch_causal, seed)),
+                  ("a mask that also hides the diagonal", weight_on_itself(diagonal_blocked_too, seed)))
+    ledger.belief(4, "setting the future values to zero is the same as masking",
+                  "4 words; look at word 2, which may see words 1-2",
+                  ("torch's mask on the scores", does_the_future_count(torch_causal, seed)),
+                  ("future values set to 0", does_the_future_count(zero_future_values, seed)))
+    ledger.belief(5, "a row with every key masked still gives a softmax",
+                  "a query for which every key is hidden",
+                  ("torch's attention, hidden = -inf", row_with_no_key(torch_masked, seed)),
+                  ("hidden = -1e9", row_with_no_key(big_negative_mask, seed)))
 
 
 # ---------------------------------------------------------------- section 3
@@ -293,6 +272,20 @@ def what_a_decoder_layer_has(make_layer, seed):
     seen = (f"output moves when the source changes: {yes(reads_source)}; attention blocks: {blocks}; "
             f"learned numbers at d = 512, f = 2048: {n_params(big):,}")
     return Finding(seen, reads_source and blocks == 2)
+
+
+def section_3(ledger, seed):
+    """Section 3's beliefs 6 and 7, each measured in the page's world and in the belief's."""
+    ledger.section("Section 3: cross-attention")
+    ledger.belief(6, "cross-attention needs a causal mask over the source",
+                  "a mask is needed exactly where one-pass training would see what step-by-step generation "
+                  "cannot; compare them in torch's decoder layer (3 target words, 5 source words)",
+                  ("the whole source known from the start", what_training_sees(whole_source, seed)),
+                  ("the source arriving word by word", what_training_sees(source_so_far, seed)))
+    ledger.belief(7, "a decoder layer is an encoder layer plus a mask",
+                  "change the source and watch the layer's output; count attention blocks and learned numbers",
+                  ("torch's nn.TransformerDecoderLayer", what_a_decoder_layer_has(torch_decoder_layer, seed)),
+                  ("torch's encoder layer plus the mask", what_a_decoder_layer_has(encoder_layer_plus_mask, seed)))
 
 
 # ---------------------------------------------------------------- section 4
@@ -368,6 +361,23 @@ def attention_blocks(make_layer):
     return Finding(seen, len(blocks) == 1)
 
 
+def section_4(ledger, seed):
+    """Section 4's beliefs 8 to 10 (the seed feeds belief 9's training step)."""
+    ledger.section("Section 4: counting parameters")
+    ledger.belief(8, "the library's total answers any counting question",
+                  "the page's output layer (d = 512, V = 37,000, with bias) and an embedding table",
+                  ("torch's nn.Embedding and nn.Linear", count_as_asked(torch_embedding_and_output)),
+                  ("nothing to exclude", count_as_asked(nothing_to_exclude)))
+    ledger.belief(9, "a tied weight is counted twice",
+                  "tie the output layer to the embedding (V = 1000, d = 64); one training step; count",
+                  ("torch, output.weight = embedding.weight", how_many_matrices(tied_model, seed)),
+                  ("two matrices that start equal", how_many_matrices(untied_copies, seed)))
+    ledger.belief(10, "an encoder layer has two attention blocks",
+                  "count the attention blocks in one layer at d = 512, f = 2048",
+                  ("torch's nn.TransformerEncoderLayer", attention_blocks(torch_encoder_layer_512)),
+                  ("torch's decoder layer, which has two", attention_blocks(two_block_layer_512)))
+
+
 # ---------------------------------------------------------------- section 5
 
 def sinusoidal_tags(T, d):
@@ -424,6 +434,25 @@ def position_read_back(make_tags):
     seen = (f"word 1 {vec(tags[0], 4)}, word 2 {vec(tags[1], 4)}; the positions their pair-0 angles give: "
             f"{vec(read, 2)}")
     return Finding(seen, abs(read[0].item()) < 1e-9)  # the first word is at position 0
+
+
+def section_5(ledger):
+    """Section 5's beliefs 11 to 13 (the page's formula: nothing random)."""
+    ledger.section("Section 5: sinusoidal position tags")
+    ledger.belief(11, "the distance between tags grows steadily with the gap",
+                  "|PE(k) - PE(0)| for gaps k = 1..63, d = 16",
+                  ("the page's formula", distance_as_gap_grows(sinusoidal_tags)),
+                  ("a tag that counts up", distance_as_gap_grows(counting_tags)))
+    ledger.belief(12, "in 10000^(-2i/d), i counts coordinates (0, 1, 2, 3), not pairs",
+                  "the tags at d = 4: is each (sin, cos) pair one angle on the unit circle, as a pair "
+                  "sharing one speed must be?",
+                  ("i = pair index", pairs_on_one_circle(sinusoidal_tags)),
+                  ("i = coordinate index", pairs_on_one_circle(coordinate_index_tags)))
+    ledger.belief(13, "the first word is at position 1",
+                  "read the first two words' positions back from their tags (the angle of pair 0, "
+                  "which turns 1 radian per position)",
+                  ("positions 0, 1, 2, ...", position_read_back(sinusoidal_tags)),
+                  ("positions 1, 2, 3, ...", position_read_back(tags_from_one)))
 
 
 # ---------------------------------------------------------------- section 6
@@ -509,6 +538,27 @@ def gradient_through_the_block(make_block, seed):
     return Finding(f"largest gradient reaching the input: {size:.2g}", size <= MOVES)
 
 
+def section_6(ledger, seed):
+    """Section 6's beliefs 14 to 17, each measured in the page's world and in the belief's."""
+    ledger.section("Section 6: residuals and normalization")
+    ledger.belief(14, "LayerNorm, like BatchNorm, depends on the rest of the batch (the section's table)",
+                  "4 examples of 6 features: keep example 1, replace the other 3, normalize again",
+                  ("torch's nn.LayerNorm", depends_on_the_batch(torch_layer_norm, seed)),
+                  ("torch's nn.BatchNorm1d", depends_on_the_batch(torch_batch_norm, seed)))
+    ledger.belief(15, "BatchNorm computes the same in training and in evaluation (the section's table)",
+                  "the same batch through the norm in training mode and in evaluation mode",
+                  ("torch's nn.BatchNorm1d", train_versus_eval(torch_batch_norm, seed)),
+                  ("no running statistics", train_versus_eval(batch_norm_without_running_stats, seed)))
+    ledger.belief(16, "BatchNorm with one value returns the input",
+                  "one example: one value per feature, [5, -2, 0.5], in training mode",
+                  ("torch's nn.BatchNorm1d", one_value_per_feature(torch_batch_norm)),
+                  ("a new BatchNorm in evaluation mode", one_value_per_feature(batch_norm_in_eval_mode)))
+    ledger.belief(17, "a residual connection guarantees gradients never vanish",
+                  "a residual block around an FFN that has learned to output -x, so y = x + (-x)",
+                  ("torch's FFN plus the shortcut", gradient_through_the_block(torch_residual, seed)),
+                  ("a shortcut nothing can cancel", gradient_through_the_block(uncancellable_shortcut, seed)))
+
+
 # ---------------------------------------------------------------- section 7
 
 def torch_smoothed_loss(scores, gold):
@@ -560,6 +610,19 @@ def how_far_weights_move(make_optimizer):
     return Finding(seen, not every_step_the_rate)
 
 
+def section_7(ledger):
+    """Section 7's beliefs 18 and 19 (fixed scores and gradients: nothing random)."""
+    ledger.section("Section 7: training tricks")
+    ledger.belief(18, "smoothed cross-entropy is ordinary negative log-likelihood",
+                  "one prediction; which target does the loss measure against?",
+                  ("torch's cross_entropy(label_smoothing=0.1)", which_target_the_loss_uses(torch_smoothed_loss)),
+                  ("plain NLL", which_target_the_loss_uses(plain_nll)))
+    ledger.belief(19, "the scheduled learning rate is the size of every weight update",
+                  "two weights, three steps at lr 0.001; weight 1's gradient flips sign, weight 2's stays 100",
+                  ("torch's Adam", how_far_weights_move(torch_adam)),
+                  ("every step exactly the rate", how_far_weights_move(exactly_the_rate)))
+
+
 # ---------------------------------------------------------------- section 8
 
 def torch_decoder_stack(d):
@@ -594,117 +657,19 @@ def can_word_1_see_word_3(make_decoder, seed):
     return Finding(f"largest gradient of word 1's output with respect to word 3: {pull:.2g}", pull <= MOVES)
 
 
-def main():
-    parser = lesson_parser(__file__, "Week 2's 'Mistakes people make': each belief tested by one measurement "
-                           "run in two worlds, the page's (torch's own) and the belief's.", try_it=[
-                               ("--seed 7", "new random words and starting weights: the numbers drawn from them "
-                                "change (the untrained decoder guesses other words), every verdict stays")])
-    parser.add_argument("--seed", type=SEED, default=42,
-                        help="seed of every random draw (the inputs and torch's starting weights)")
-    seed = parser.parse_args().seed
-    ledger = Ledger()
-    ledger.two_worlds("Week 2: mistakes people make, tested", "attention, layers, loss and optimizer")
-
-    ledger.section("Section 1: teacher forcing")
-    ledger.belief(1, "teacher forcing removes the train/inference mismatch",
-                  "a small untrained torch decoder: its inputs in training (the gold words) vs when it generates "
-                  "(its own guesses)",
-                  ("a real decoder, which can guess wrong", inputs_when_generating(torch_decoder, seed)),
-                  ("a decoder that never guesses wrong", inputs_when_generating(never_wrong_decoder, seed)))
-    ledger.belief(2, "the target can be fed to the decoder without the shift",
-                  "the same decoder, causal mask on: change one label at a time, watch that position's output",
-                  ("shifted right, [BOS, y1, y2, y3]", who_sees_their_own_label(shifted, seed)),
-                  ("no shift, [y1, y2, y3, y4]", who_sees_their_own_label(unshifted, seed)))
-
-    ledger.section("Section 2: the causal mask")
-    ledger.belief(3, "the mask removes the diagonal",
-                  "4 words through attention under the mask; V = I shows the weights",
-                  ("torch's is_causal=True", weight_on_itself(torch_causal, seed)),
-                  ("a mask that also hides the diagonal", weight_on_itself(diagonal_blocked_too, seed)))
-    ledger.belief(4, "setting the future values to zero is the same as masking",
-                  "4 words; look at word 2, which may see words 1-2",
-                  ("torch's mask on the scores", does_the_future_count(torch_causal, seed)),
-                  ("future values set to 0", does_the_future_count(zero_future_values, seed)))
-    ledger.belief(5, "a row with every key masked still gives a softmax",
-                  "a query for which every key is hidden",
-                  ("torch's attention, hidden = -inf", row_with_no_key(torch_masked, seed)),
-                  ("hidden = -1e9", row_with_no_key(big_negative_mask, seed)))
-
-    ledger.section("Section 3: cross-attention")
-    ledger.belief(6, "cross-attention needs a causal mask over the source",
-                  "a mask is needed exactly where one-pass training would see what step-by-step generation "
-                  "cannot; compare them in torch's decoder layer (3 target words, 5 source words)",
-                  ("the whole source known from the start", what_training_sees(whole_source, seed)),
-                  ("the source arriving word by word", what_training_sees(source_so_far, seed)))
-    ledger.belief(7, "a decoder layer is an encoder layer plus a mask",
-                  "change the source and watch the layer's output; count attention blocks and learned numbers",
-                  ("torch's nn.TransformerDecoderLayer", what_a_decoder_layer_has(torch_decoder_layer, seed)),
-                  ("torch's encoder layer plus the mask", what_a_decoder_layer_has(encoder_layer_plus_mask, seed)))
-
-    ledger.section("Section 4: counting parameters")
-    ledger.belief(8, "the library's total answers any counting question",
-                  "the page's output layer (d = 512, V = 37,000, with bias) and an embedding table",
-                  ("torch's nn.Embedding and nn.Linear", count_as_asked(torch_embedding_and_output)),
-                  ("nothing to exclude", count_as_asked(nothing_to_exclude)))
-    ledger.belief(9, "a tied weight is counted twice",
-                  "tie the output layer to the embedding (V = 1000, d = 64); one training step; count",
-                  ("torch, output.weight = embedding.weight", how_many_matrices(tied_model, seed)),
-                  ("two matrices that start equal", how_many_matrices(untied_copies, seed)))
-    ledger.belief(10, "an encoder layer has two attention blocks",
-                  "count the attention blocks in one layer at d = 512, f = 2048",
-                  ("torch's nn.TransformerEncoderLayer", attention_blocks(torch_encoder_layer_512)),
-                  ("torch's decoder layer, which has two", attention_blocks(two_block_layer_512)))
-
-    ledger.section("Section 5: sinusoidal position tags")
-    ledger.belief(11, "the distance between tags grows steadily with the gap",
-                  "|PE(k) - PE(0)| for gaps k = 1..63, d = 16",
-                  ("the page's formula", distance_as_gap_grows(sinusoidal_tags)),
-                  ("a tag that counts up", distance_as_gap_grows(counting_tags)))
-    ledger.belief(12, "in 10000^(-2i/d), i counts coordinates (0, 1, 2, 3), not pairs",
-                  "the tags at d = 4: is each (sin, cos) pair one angle on the unit circle, as a pair "
-                  "sharing one speed must be?",
-                  ("i = pair index", pairs_on_one_circle(sinusoidal_tags)),
-                  ("i = coordinate index", pairs_on_one_circle(coordinate_index_tags)))
-    ledger.belief(13, "the first word is at position 1",
-                  "read the first two words' positions back from their tags (the angle of pair 0, "
-                  "which turns 1 radian per position)",
-                  ("positions 0, 1, 2, ...", position_read_back(sinusoidal_tags)),
-                  ("positions 1, 2, 3, ...", position_read_back(tags_from_one)))
-
-    ledger.section("Section 6: residuals and normalization")
-    ledger.belief(14, "LayerNorm, like BatchNorm, depends on the rest of the batch (the section's table)",
-                  "4 examples of 6 features: keep example 1, replace the other 3, normalize again",
-                  ("torch's nn.LayerNorm", depends_on_the_batch(torch_layer_norm, seed)),
-                  ("torch's nn.BatchNorm1d", depends_on_the_batch(torch_batch_norm, seed)))
-    ledger.belief(15, "BatchNorm computes the same in training and in evaluation (the section's table)",
-                  "the same batch through the norm in training mode and in evaluation mode",
-                  ("torch's nn.BatchNorm1d", train_versus_eval(torch_batch_norm, seed)),
-                  ("no running statistics", train_versus_eval(batch_norm_without_running_stats, seed)))
-    ledger.belief(16, "BatchNorm with one value returns the input",
-                  "one example: one value per feature, [5, -2, 0.5], in training mode",
-                  ("torch's nn.BatchNorm1d", one_value_per_feature(torch_batch_norm)),
-                  ("a new BatchNorm in evaluation mode", one_value_per_feature(batch_norm_in_eval_mode)))
-    ledger.belief(17, "a residual connection guarantees gradients never vanish",
-                  "a residual block around an FFN that has learned to output -x, so y = x + (-x)",
-                  ("torch's FFN plus the shortcut", gradient_through_the_block(torch_residual, seed)),
-                  ("a shortcut nothing can cancel", gradient_through_the_block(uncancellable_shortcut, seed)))
-
-    ledger.section("Section 7: training tricks")
-    ledger.belief(18, "smoothed cross-entropy is ordinary negative log-likelihood",
-                  "one prediction; which target does the loss measure against?",
-                  ("torch's cross_entropy(label_smoothing=0.1)", which_target_the_loss_uses(torch_smoothed_loss)),
-                  ("plain NLL", which_target_the_loss_uses(plain_nll)))
-    ledger.belief(19, "the scheduled learning rate is the size of every weight update",
-                  "two weights, three steps at lr 0.001; weight 1's gradient flips sign, weight 2's stays 100",
-                  ("torch's Adam", how_far_weights_move(torch_adam)),
-                  ("every step exactly the rate", how_far_weights_move(exactly_the_rate)))
-
+def section_8(ledger, seed):
+    """Section 8's belief 20, measured in the page's world and in the belief's."""
     ledger.section("Section 8: the whole data flow")
     ledger.belief(20, "the mask applies only in the first decoder layer",
                   "a 2-layer torch decoder; autograd asks how word 1's final output responds to word 3",
                   ("torch's nn.TransformerDecoder", can_word_1_see_word_3(torch_decoder_stack, seed)),
                   ("the mask in layer 1 only", can_word_1_see_word_3(mask_in_first_layer_only, seed)))
 
+
+# ---------------------------------------------------------------- the lesson, in the page's order
+
+def bullets_no_computation_settles(ledger):
+    """The page's bullets that no measurement here can settle, each with the reason."""
     ledger.section("Bullets no computation here can settle:")
     ledger.untested("Sinusoidal tags guarantee good length extrapolation (section 5)",
                     "the formula gives tags for any position; whether a trained model copes with positions "
@@ -718,9 +683,39 @@ def main():
                     "to inspect")
     ledger.untested("The decoder has no token embeddings (section 8)",
                     "torch's nn.Transformer takes vectors, not words: the embedding tables sit outside it")
+
+
+def lesson(args):
+    """The page's sections in its order, each belief with its verdict; the bullets no computation
+    here settles; the tally (and the exit status)."""
+    ledger = Ledger()
+    ledger.two_worlds("Week 2: mistakes people make, tested", "attention, layers, loss and optimizer")
+    section_1(ledger, args.seed)
+    section_2(ledger, args.seed)
+    section_3(ledger, args.seed)
+    section_4(ledger, args.seed)
+    section_5(ledger)
+    section_6(ledger, args.seed)
+    section_7(ledger)
+    section_8(ledger, args.seed)
+    bullets_no_computation_settles(ledger)
     # Each verdict came from one measurement that answered differently in the belief's world:
     # that second line is what makes each "as the page says" worth something.
     return ledger.finish()
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("Week 2's 'Mistakes people make': each belief tested by one measurement run in two worlds, the "
+               "page's (torch's own) and the belief's.")
+KNOBS = [knob("--seed", type=SEED, default=42,
+              help="seed of every random draw (the inputs and torch's starting weights)")]
+TRY_IT = [("--seed 7", "new random words and starting weights: the numbers drawn from them change (the untrained "
+           "decoder guesses other words), every verdict stays")]
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
 
 
 if __name__ == "__main__":
