@@ -15,34 +15,20 @@ For each width d_k and both kinds of score, two measurements over every row of A
     on its way from the loss back to the scores, and through them to W_Q and W_K, is
     multiplied by this Jacobian; one-hot rows make it 0, and learning stalls.
 
-Setup (the page gives no sizes; these are choices): B = 256 random "sentences" of T = 16
-words; for each d_k, Q then K, each np.random.default_rng(42).standard_normal((B, T, d_k))
-from one generator (the pages' habit), so every entry has mean 0 and variance 1, as in the
-page's variance argument; the softmax and its gradient in torch float64, on one thread
-(small matrices: more threads only wait for each other). The printed
-numbers are means over the B * T = 4,096 rows, at 3 decimals (other seeds move them by a
-few units in the third decimal). Thresholds of the verdicts, judged on those means: "nearly
-one-hot" is a largest weight above 0.9; "the gradient nearly vanishes" is a gradient size
-below 0.1 (evenly spread weights give sqrt(T-1)/T: 0.242 for T = 16, 0.124 for T = 64,
-the most keys allowed, so below 0.1 is less than even an even spread passes; two equal
-weights give 0.5); "stays healthy" is, at every d_k, a largest weight below 0.9 and within 25% of its
-value at the widest d_k (the same spread at every width; dividing by d_k instead of
-sqrt(d_k) fails here, its weights flatten towards 1/T), and a gradient of 0.1 or more.
-The first claim is about wide heads ("as d_k grows"), so it gets a verdict only when the
-widest d_k tried is 1024, the widest allowed: there the unscaled weights are nearly one-hot
-for every --tokens (measured: largest weight 0.987 for T = 2, 0.961 for 16, 0.949 for 64).
-With narrower widths only (--d-k 4 16) the output says it was not tested.
-With more keys per row (--tokens 64) the unscaled softmax needs a larger d_k to saturate:
-there are more rivals for the top weight.
+Prints, for each width, both measurements unscaled and scaled, then a verdict on each claim;
+saves a figure. Setup (choices; the page gives no sizes): 256 random sentences of 16 words,
+Q and K standard normal (mean 0, variance 1, as in the page's argument), float64. The
+thresholds are constants below. Notes: week1/NOTES.md, section 11.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, at_defaults, check_size, int_range, lesson_parser, png_path
+from common import run
+from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_live, add_slider, allowed, need_window, show, whole_ticks
+from common.live import Blit, View, add_slider, allowed, show, whole_ticks
 from common.records import check
 
 import numpy as np
@@ -69,6 +55,104 @@ def queries_and_keys(rng, B, T, d_k):
     K = torch.from_numpy(rng.standard_normal((B, T, d_k)))  # [B, T, d_k]
     return Q, K
 
+
+def one_query(S):
+    """The softmax weights of sentence 1's first query, [T], from scores S [B, T, T]."""
+    return torch.softmax(S[0, 0], dim=-1).numpy()
+
+
+def looks(weight, gradient):
+    """What the means show, in words, judged with the table's thresholds."""
+    return (("nearly one-hot" if weight > ONE_HOT else "not one-hot") + ", gradient " +
+            ("nearly gone" if gradient < VANISHED else "alive"))
+
+
+def saturation(S):
+    """Mean largest weight and mean softmax-gradient size over the rows of softmax(S)."""
+    S = S.detach().requires_grad_()  # [B, T, T]
+    A = torch.softmax(S, dim=-1)  # each row sums to 1 over the keys
+    grad2 = 0  # [B, T]: squared size of d A_row / d S_row, summed key by key
+    for j in range(A.shape[-1]):  # one backward pass per key j: d A[..., j] / d S
+        (g,) = torch.autograd.grad(A[..., j].sum(), S, retain_graph=True)  # rows do not mix
+        grad2 = grad2 + g.pow(2).sum(dim=-1)
+    return A.max(dim=-1).values.mean().item(), grad2.sqrt().mean().item()
+
+
+def lesson(args):
+    """For each width, the largest weight and the softmax's gradient, unscaled and scaled; a verdict on each claim."""
+    B, T, widths = args.sentences, args.tokens, sorted(set(args.d_k))
+    torch.set_num_threads(1)  # small matrices: more threads only add waiting
+    rng = np.random.default_rng(args.seed)
+    results = {"unscaled": [], "scaled": []}  # name -> [(largest weight, gradient size)] per d_k
+    print(f"softmax of random scores over T={T} keys: means over {B * T:,} rows "
+          f"(B={B} sentences x T={T} queries)")
+    print(f"{'d_k':>6} | {'unscaled: largest weight':>24} {'gradient':>9} | {'scaled: largest weight':>22} "
+          f"{'gradient':>9}")
+    drawn = {}  # d_k -> what the window shows at that width: ({(d_k, name): one query's weights}, {(d_k, name): means})
+    for d_k in widths:
+        Q, K = queries_and_keys(rng, B, T, d_k)
+        for name in results:
+            results[name].append(saturation(scores(Q, K, scaled=name == "scaled")))
+        if args.live:
+            drawn[d_k] = ({(d_k, name): one_query(scores(Q, K, scaled=name == "scaled")) for name in results},
+                          {(d_k, name): results[name][-1] for name in results})
+        (w_u, g_u), (w_s, g_s) = results["unscaled"][-1], results["scaled"][-1]
+        print(f"{d_k:6d} | {w_u:24.3f} {g_u:9.3f} | {w_s:22.3f} {g_s:9.3f}")
+    print("  (gradient: how much the weights move when the scores move a little: the size of the")
+    print("   softmax's slope, written |d softmax / d scores|)")
+    print(f"  (all {T} weights equal: largest weight 1/T = {1 / T:.4f}, gradient sqrt(T-1)/T = "
+          f"{math.sqrt(T - 1) / T:.4f};")
+    print("   one-hot: largest weight 1, gradient 0, and learning stalls)")
+
+    wide = widths[-1]
+    w, g = results["unscaled"][-1]
+    one_hot, vanished = w > ONE_HOT, g < VANISHED
+    narrow, w_narrow = widths[0], results["unscaled"][0][0]
+    grows = w_narrow <= ONE_HOT  # "turns" one-hot: not one-hot yet at the narrowest width
+    print("\nClaim: unscaled, the softmax turns nearly one-hot as d_k grows and its gradient nearly vanishes.")
+    print(f"  at d_k={narrow}: largest weight {w_narrow:.3f} "
+          + ("(not one-hot yet, for it to turn)" if grows else f"(already one-hot: above {ONE_HOT:g})"))
+    print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
+          f"gradient {g:.3f} (vanished if below {VANISHED:g})")
+    saturates = f"not one-hot at the narrowest width, above {ONE_HOT:g} and gradient below {VANISHED:g} at the widest"
+    if wide < WIDE:  # "as d_k grows": a narrow head is not expected to be one-hot yet
+        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
+              f"widths: the page says this happens as d_k grows, and it is judged at d_k={WIDE} (add {WIDE} to "
+              "--d-k)", None, value=w, threshold=saturates)
+    elif not grows and not args.at_defaults:
+        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
+              f"widths: already one-hot at d_k={narrow}, so nothing turns (add a narrow width such as 4 to --d-k)",
+              None, value=w, threshold=saturates)
+    else:
+        check("unscaled, the softmax turns one-hot and its gradient vanishes",
+              "Verdict: as the page says" if grows and one_hot and vanished else
+              f"Verdict: CONTRADICTS THE PAGE (not one-hot at d_k={narrow}: {grows}; nearly one-hot at "
+              f"d_k={wide}: {one_hot}; gradient nearly gone: {vanished})", grows and one_hot and vanished,
+              value=f"largest weight {w_narrow:.3f} -> {w:.3f}, gradient {g:.3f}", threshold=saturates)
+
+    rows = results["scaled"]
+    w_wide = rows[-1][0]
+    w_lo, w_hi = min(w for w, _ in rows), max(w for w, _ in rows)
+    g_lo = min(g for _, g in rows)
+    healthy = w_hi < ONE_HOT and g_lo >= VANISHED
+    steady = all(abs(w - w_wide) <= STEADY * w_wide for w, _ in rows)
+    print("Claim: scaled by 1/sqrt(d_k), both stay healthy at every width.")
+    print(f"  largest weight {w_lo:.3f}..{w_hi:.3f} (healthy if below {ONE_HOT:g} and within {STEADY:.0%} "
+          f"of d_k={wide}'s {w_wide:.3f}: the same spread at every width)")
+    print(f"  gradient at least {g_lo:.3f} (healthy if {VANISHED:g} or more)")
+    check("scaled, the softmax stays healthy at every width", "Verdict: as the page says" if healthy and steady else
+          f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})",
+          healthy and steady, value=f"largest weight {w_lo:.3f}..{w_hi:.3f}, gradient at least {g_lo:.3f}",
+          threshold=f"largest weight below {ONE_HOT:g} and within {STEADY:.0%} of the widest's; gradient "
+          f"{VANISHED:g} or more")
+    # The scores' spread grows like sqrt(d_k); dividing by sqrt(d_k) gives the softmax the
+    # same spread at every width, so it neither saturates nor stops passing gradient back.
+
+    print(save_figure(plot(widths, T, results), figure_path(args, FIGURE)))
+    return drawn, wide
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
 
 def live_view(seed, B, T, printed, d_k):
     """A d_k slider, opening at d_k; one query's softmax weights over its T keys, unscaled
@@ -124,28 +208,6 @@ def live_view(seed, B, T, printed, d_k):
     return View(fig, {"d_k": slider}, blit)
 
 
-def one_query(S):
-    """The softmax weights of sentence 1's first query, [T], from scores S [B, T, T]."""
-    return torch.softmax(S[0, 0], dim=-1).numpy()
-
-
-def looks(weight, gradient):
-    """What the means show, in words, judged with the table's thresholds."""
-    return (("nearly one-hot" if weight > ONE_HOT else "not one-hot") + ", gradient " +
-            ("nearly gone" if gradient < VANISHED else "alive"))
-
-
-def saturation(S):
-    """Mean largest weight and mean softmax-gradient size over the rows of softmax(S)."""
-    S = S.detach().requires_grad_()  # [B, T, T]
-    A = torch.softmax(S, dim=-1)  # each row sums to 1 over the keys
-    grad2 = 0  # [B, T]: squared size of d A_row / d S_row, summed key by key
-    for j in range(A.shape[-1]):  # one backward pass per key j: d A[..., j] / d S
-        (g,) = torch.autograd.grad(A[..., j].sum(), S, retain_graph=True)  # rows do not mix
-        grad2 = grad2 + g.pow(2).sum(dim=-1)
-    return A.max(dim=-1).values.mean().item(), grad2.sqrt().mean().item()
-
-
 def plot(widths, T, results):
     fig, (left, right) = plt.subplots(1, 2, figsize=(10, 4.6))
     style = {"unscaled": dict(color="tab:red", marker="o", label="unscaled: Q K^T"),
@@ -174,110 +236,43 @@ def plot(widths, T, results):
     return fig
 
 
-def main():
-    parser = lesson_parser(__file__, "Largest softmax weight and softmax gradient for d_k = 4 .. 1024, "
-                           "with and without 1/sqrt(d_k) (Week 1, section 4).", try_it=[
-                               ("--seed 7", "other random queries and keys: the third decimal moves, "
-                                "the verdicts do not"),
-                               ("--d-k 1 2 4 8 16 32 64 128 256 512 1024", "every power of two"),
-                               ("--tokens 64 --sentences 64", "64 keys per row (still 4,096 rows): the unscaled "
-                                "softmax still turns nearly one-hot"),
-                               ("--tokens 2 --sentences 2048", "two keys per row: the same story")])
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the NumPy generator")
-    parser.add_argument("--d-k", type=int_range(1, WIDE), nargs="+", default=[4, 16, 64, 256, 1024],
-                        help="widths d_k to try")
-    parser.add_argument("--sentences", type=int_range(1, 4096), default=256,
-                        help="B, random sentences per width (B x --tokens must be at least 512; above 1,024, the "
-                        "size limit may ask for fewer --tokens or narrower --d-k)")
-    parser.add_argument("--tokens", type=int_range(2, 64), default=16,
-                        help="T, words (keys) per sentence (above 32, the size limit may ask for fewer --sentences)")
-    parser.add_argument("--figure", type=png_path, default=None, help="where to save the figure")
-    add_live(parser, "a d_k slider over 1..1024: one query's weights, and the means of the table (it computes "
-             "every width: the size limit counts them)")
-    args = parser.parse_args()
+DESCRIPTION = ("Largest softmax weight and softmax gradient for d_k = 4 .. 1024, with and without 1/sqrt(d_k) (Week "
+               "1, section 4).")
+KNOBS = [knob("--seed", type=SEED, default=42, help="seed of the NumPy generator"),
+         knob("--d-k", type=int_range(1, WIDE), nargs="+", default=[4, 16, 64, 256, 1024],
+              help="widths d_k to try"),
+         knob("--sentences", type=int_range(1, 4096), default=256,
+              help="B, random sentences per width (B x --tokens must be at least 512; above 1,024, the "
+              "size limit may ask for fewer --tokens or narrower --d-k)"),
+         knob("--tokens", type=int_range(2, 64), default=16,
+              help="T, words (keys) per sentence (above 32, the size limit may ask for fewer --sentences)")]
+LIVE = ("a d_k slider over 1..1024: one query's weights, and the means of the table (it computes every "
+        "width: the size limit counts them)")
+TRY_IT = [("--seed 7", "other random queries and keys: the third decimal moves, the verdicts do not"),
+          ("--d-k 1 2 4 8 16 32 64 128 256 512 1024", "every power of two"),
+          ("--tokens 64 --sentences 64", "64 keys per row (still 4,096 rows): the unscaled softmax still turns "
+           "nearly one-hot"),
+          ("--tokens 2 --sentences 2048", "two keys per row: the same story")]
+
+
+def limits(args):
     B, T, widths = args.sentences, args.tokens, sorted(set(args.d_k))
     if len(widths) < 2:
-        parser.error("--d-k needs at least two different widths to compare")
+        return "--d-k needs at least two different widths to compare"
     if B * T < MIN_ROWS:
-        parser.error(f"--sentences x --tokens is {B * T}; at least {MIN_ROWS} rows are needed for steady means")
+        return f"--sentences x --tokens is {B * T}; at least {MIN_ROWS} rows are needed for steady means"
     computed = widths + (LIVE_WIDTHS if args.live else [])  # the window computes every width its slider has
-    check_size(parser, numbers=B * T * max(computed + [T]),
-               work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in computed),
-               knobs=("--sentences", "--tokens") if args.live else ("--sentences", "--tokens", "--d-k"))
+    return too_big(numbers=B * T * max(computed + [T]),
+                   work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in computed),
+                   knobs=("--sentences", "--tokens") if args.live else ("--sentences", "--tokens", "--d-k"))
+FIGURE_HELP = "where to save the figure"
+
+
+def main():
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP, live=LIVE)
+    drawn, wide = lesson(args)
     if args.live:
-        need_window(parser)
-
-    torch.set_num_threads(1)  # small matrices: more threads only add waiting
-    rng = np.random.default_rng(args.seed)
-    results = {"unscaled": [], "scaled": []}  # name -> [(largest weight, gradient size)] per d_k
-    print(f"softmax of random scores over T={T} keys: means over {B * T:,} rows "
-          f"(B={B} sentences x T={T} queries)")
-    print(f"{'d_k':>6} | {'unscaled: largest weight':>24} {'gradient':>9} | {'scaled: largest weight':>22} "
-          f"{'gradient':>9}")
-    drawn = {}  # d_k -> what the window shows at that width: ({(d_k, name): one query's weights}, {(d_k, name): means})
-    for d_k in widths:
-        Q, K = queries_and_keys(rng, B, T, d_k)
-        for name in results:
-            results[name].append(saturation(scores(Q, K, scaled=name == "scaled")))
-        if args.live:
-            drawn[d_k] = ({(d_k, name): one_query(scores(Q, K, scaled=name == "scaled")) for name in results},
-                          {(d_k, name): results[name][-1] for name in results})
-        (w_u, g_u), (w_s, g_s) = results["unscaled"][-1], results["scaled"][-1]
-        print(f"{d_k:6d} | {w_u:24.3f} {g_u:9.3f} | {w_s:22.3f} {g_s:9.3f}")
-    print("  (gradient: how much the weights move when the scores move a little: the size of the")
-    print("   softmax's slope, written |d softmax / d scores|)")
-    print(f"  (all {T} weights equal: largest weight 1/T = {1 / T:.4f}, gradient sqrt(T-1)/T = "
-          f"{math.sqrt(T - 1) / T:.4f};")
-    print("   one-hot: largest weight 1, gradient 0, and learning stalls)")
-
-    wide = widths[-1]
-    w, g = results["unscaled"][-1]
-    one_hot, vanished = w > ONE_HOT, g < VANISHED
-    narrow, w_narrow = widths[0], results["unscaled"][0][0]
-    grows = w_narrow <= ONE_HOT  # "turns" one-hot: not one-hot yet at the narrowest width
-    print("\nClaim: unscaled, the softmax turns nearly one-hot as d_k grows and its gradient nearly vanishes.")
-    print(f"  at d_k={narrow}: largest weight {w_narrow:.3f} "
-          + ("(not one-hot yet, for it to turn)" if grows else f"(already one-hot: above {ONE_HOT:g})"))
-    print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
-          f"gradient {g:.3f} (vanished if below {VANISHED:g})")
-    saturates = f"not one-hot at the narrowest width, above {ONE_HOT:g} and gradient below {VANISHED:g} at the widest"
-    if wide < WIDE:  # "as d_k grows": a narrow head is not expected to be one-hot yet
-        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
-              f"widths: the page says this happens as d_k grows, and it is judged at d_k={WIDE} (add {WIDE} to "
-              "--d-k)", None, value=w, threshold=saturates)
-    elif not grows and not at_defaults(parser, args):
-        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
-              f"widths: already one-hot at d_k={narrow}, so nothing turns (add a narrow width such as 4 to --d-k)",
-              None, value=w, threshold=saturates)
-    else:
-        check("unscaled, the softmax turns one-hot and its gradient vanishes",
-              "Verdict: as the page says" if grows and one_hot and vanished else
-              f"Verdict: CONTRADICTS THE PAGE (not one-hot at d_k={narrow}: {grows}; nearly one-hot at "
-              f"d_k={wide}: {one_hot}; gradient nearly gone: {vanished})", grows and one_hot and vanished,
-              value=f"largest weight {w_narrow:.3f} -> {w:.3f}, gradient {g:.3f}", threshold=saturates)
-
-    rows = results["scaled"]
-    w_wide = rows[-1][0]
-    w_lo, w_hi = min(w for w, _ in rows), max(w for w, _ in rows)
-    g_lo = min(g for _, g in rows)
-    healthy = w_hi < ONE_HOT and g_lo >= VANISHED
-    steady = all(abs(w - w_wide) <= STEADY * w_wide for w, _ in rows)
-    print("Claim: scaled by 1/sqrt(d_k), both stay healthy at every width.")
-    print(f"  largest weight {w_lo:.3f}..{w_hi:.3f} (healthy if below {ONE_HOT:g} and within {STEADY:.0%} "
-          f"of d_k={wide}'s {w_wide:.3f}: the same spread at every width)")
-    print(f"  gradient at least {g_lo:.3f} (healthy if {VANISHED:g} or more)")
-    check("scaled, the softmax stays healthy at every width", "Verdict: as the page says" if healthy and steady else
-          f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})",
-          healthy and steady, value=f"largest weight {w_lo:.3f}..{w_hi:.3f}, gradient at least {g_lo:.3f}",
-          threshold=f"largest weight below {ONE_HOT:g} and within {STEADY:.0%} of the widest's; gradient "
-          f"{VANISHED:g} or more")
-    # The scores' spread grows like sqrt(d_k); dividing by sqrt(d_k) gives the softmax the
-    # same spread at every width, so it neither saturates nor stops passing gradient back.
-
-    print(save_figure(plot(widths, T, results), figure_path(parser, args, FIGURE)))
-    if args.live:
-        show(live_view, args.seed, B, T, drawn, wide)  # opens at the widest width printed
-
+        show(live_view, args.seed, args.sentences, args.tokens, drawn, wide)  # opens at the widest width printed
 
 if __name__ == "__main__":
-    main()
+    run(main)
