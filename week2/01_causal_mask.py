@@ -7,21 +7,19 @@ Query i may look at keys j <= i only. Writing -inf into every score with j > i b
 the softmax gives those keys weight exp(-inf) = 0 exactly, and the visible weights of
 each row still add up to 1. The diagonal (a word looking at itself) is not blocked.
 
-Setup. The mask is printed with np.array2string(mask, separator=", "), which gives the
-page's four lines exactly. The page's score matrix is not known, and no random draw
-(rng(42) in any usual shape) reproduces its row 2; the hand-written SCORES below are a
-reconstruction. Only row 2 is constrained by the page: its two visible scores must differ
-by 0.80 (any gap from 0.79989 to 0.80035 prints 0.3100, 0.6900); the other rows are
-invented, and any other numbers would show the same staircase. Pass --seed to draw
-random scores instead.
+Prints the mask, its blocked cells, the masked weights and each row's sum, torch's own mask
+beside it, and what zeroing future values instead does; saves Figure 1. Setup (a
+reconstruction: the page's scores are not known): hand-written 4 x 4 scores whose row 2
+gives the page's 0.3100, 0.6900. Notes: week2/NOTES.md, section 01.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range, lesson_parser, png_path
+from common import run
+from common.cli import SEED, int_range, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_live, add_slider, need_window, set_quietly, show
+from common.live import Blit, View, add_slider, set_quietly, show
 from common.maths import softmax
 from common.printing import vec
 from common.records import check, outcome, record
@@ -47,6 +45,55 @@ def masked_weights(scores, mask):
     masked_scores = np.where(mask == 1, -np.inf, scores)  # block the future in the scores
     return softmax(masked_scores, axis=-1)  # exp(-inf) = 0
 
+
+def lesson(args):
+    """The mask, the masked weights row by row, torch's own mask beside it, and the wrong way."""
+    scores = SCORES if args.seed is None else np.random.default_rng(args.seed).standard_normal(
+        (args.seq_len, args.seq_len))
+    T = len(scores)
+    mask = causal_mask(T)
+    print(f"causal mask for T={T} (1 = blocked):")
+    print(np.array2string(mask, separator=", "))
+    check("the mask blocks T(T-1)/2 cells, and not the diagonal", f"blocked cells={mask.sum()} = T(T-1)/2 = "
+          f"{T * (T - 1) // 2}; diagonal blocked={bool(mask.diagonal().any())}",
+          mask.sum() == T * (T - 1) // 2 and not mask.diagonal().any(), value=int(mask.sum()),
+          threshold=f"= {T * (T - 1) // 2}, the diagonal open")
+
+    weights = masked_weights(scores, mask)  # [T, T]
+    print("weights after masking the scores (rows = queries, columns = keys):")
+    for i in range(T):
+        print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
+    record("every row's weights sum to 1", np.abs(weights.sum(axis=1) - 1).max(), "every row within 1e-9 of 1",
+           outcome(np.abs(weights.sum(axis=1) - 1).max() < 1e-9))
+    check("the future gets exactly zero weight", f"summed future weight={weights[mask == 1].sum()}",
+          weights[mask == 1].sum() == 0, value=weights[mask == 1].sum(), threshold="exactly 0")
+    print("  (all the weight on blocked cells, added up: exactly zero, because exp(-inf) = 0)")
+
+    # The same with torch's own pieces: the mask nn.Transformer builds, and torch's softmax.
+    torch_mask = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)  # -inf = blocked
+    torch_weights = torch.softmax(torch.from_numpy(scores) + torch_mask, dim=-1).numpy()
+    same = bool(((torch_mask == -np.inf).numpy() == (mask == 1)).all())
+    check("torch's own causal mask blocks the same cells", f"torch's generate_square_subsequent_mask blocks the same "
+          f"cells: {same}", same, value=same, threshold="the same cells blocked")
+    print(f"max |these weights - torch softmax(scores + torch's mask)|={np.abs(weights - torch_weights).max():.8f}")
+
+    # The wrong way: leave the scores alone and zero the future *values* instead. The
+    # future scores still sit in the softmax denominator and take their share.
+    unmasked = softmax(scores, axis=-1)
+    i = min(1, T - 1)
+    visible = unmasked[i, : i + 1]
+    check("zeroing future values instead shrinks the visible weights", f"zeroing future values instead, row {i + 1} "
+          f"visible weights={vec(visible)}; sum={visible.sum():.4f} (masked: {vec(weights[i, : i + 1])}; "
+          f"sum={weights[i].sum():.4f})", visible.sum() < 1 - 1e-9 if T > 1 else None, value=visible.sum(),
+          threshold="the visible weights sum to less than 1")
+    # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
+    # the same two words get less, and the missing share is simply lost.
+
+    print(save_figure(plot(weights, mask), figure_path(args, FIGURE)))
+    return scores
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
 
 def live_view(seed, scores):
     """A T slider and a row picker: the mask and the masked weights of T x T scores, the
@@ -148,71 +195,30 @@ def plot(weights, mask):
     return fig
 
 
-def main():
-    parser = lesson_parser(__file__, "The causal mask, masked softmax, and why zeroing future values "
-                           "is not masking (Week 2, section 2; saves Figure 1).", try_it=[
-                               ("--seed 0 --seq-len 6", "random scores, a bigger staircase (the figure is "
-                                "not saved: add --figure PATH.png)"),
-                               ("--seed 0 --seq-len 12 --figure mask12.png", "the largest staircase, saved "
-                                "to mask12.png in this directory")])
-    parser.add_argument("--seed", type=SEED, help="draw random scores with this seed instead of the "
-                        "hand-written 4x4 scores (a reconstruction: the page constrains only row 2)")
-    parser.add_argument("--seq-len", type=int_range(1, 12), default=4, help="T for random scores (needs --seed)")
-    parser.add_argument("--figure", type=png_path, help="save Figure 1 here; a default run saves it to "
-                        "week2/figures/causal_mask.png")
-    add_live(parser, "a T slider and a row picker: the mask, the weights and each row's sum (random scores "
-             "from --seed, 0 if not given)")
-    args = parser.parse_args()
+DESCRIPTION = ("The causal mask, masked softmax, and why zeroing future values is not masking (Week 2, section 2; "
+               "saves Figure 1).")
+KNOBS = [knob("--seed", type=SEED, help="draw random scores with this seed instead of the "
+              "hand-written 4x4 scores (a reconstruction: the page constrains only row 2)"),
+         knob("--seq-len", type=int_range(1, 12), default=4, help="T for random scores (needs --seed)")]
+LIVE = ("a T slider and a row picker: the mask, the weights and each row's sum (random scores from --seed, "
+        "0 if not given)")
+TRY_IT = [("--seed 0 --seq-len 6", "random scores, a bigger staircase (the figure is not saved: add --figure "
+           "PATH.png)"),
+          ("--seed 0 --seq-len 12 --figure mask12.png", "the largest staircase, saved to mask12.png in this directory")]
+
+
+def limits(args):
     if args.seed is None and args.seq_len != 4:
-        parser.error("--seq-len needs --seed (the hand-written scores are 4x4)")
-    if args.live:
-        need_window(parser)
+        return "--seq-len needs --seed (the hand-written scores are 4x4)"
+    return None
+FIGURE_HELP = "save Figure 1 here; a default run saves it to week2/figures/causal_mask.png"
 
-    scores = SCORES if args.seed is None else np.random.default_rng(args.seed).standard_normal(
-        (args.seq_len, args.seq_len))
-    T = len(scores)
-    mask = causal_mask(T)
-    print(f"causal mask for T={T} (1 = blocked):")
-    print(np.array2string(mask, separator=", "))
-    check("the mask blocks T(T-1)/2 cells, and not the diagonal", f"blocked cells={mask.sum()} = T(T-1)/2 = "
-          f"{T * (T - 1) // 2}; diagonal blocked={bool(mask.diagonal().any())}",
-          mask.sum() == T * (T - 1) // 2 and not mask.diagonal().any(), value=int(mask.sum()),
-          threshold=f"= {T * (T - 1) // 2}, the diagonal open")
 
-    weights = masked_weights(scores, mask)  # [T, T]
-    print("weights after masking the scores (rows = queries, columns = keys):")
-    for i in range(T):
-        print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
-    record("every row's weights sum to 1", np.abs(weights.sum(axis=1) - 1).max(), "every row within 1e-9 of 1",
-           outcome(np.abs(weights.sum(axis=1) - 1).max() < 1e-9))
-    check("the future gets exactly zero weight", f"summed future weight={weights[mask == 1].sum()}",
-          weights[mask == 1].sum() == 0, value=weights[mask == 1].sum(), threshold="exactly 0")
-    print("  (all the weight on blocked cells, added up: exactly zero, because exp(-inf) = 0)")
-
-    # The same with torch's own pieces: the mask nn.Transformer builds, and torch's softmax.
-    torch_mask = nn.Transformer.generate_square_subsequent_mask(T, dtype=torch.float64)  # -inf = blocked
-    torch_weights = torch.softmax(torch.from_numpy(scores) + torch_mask, dim=-1).numpy()
-    same = bool(((torch_mask == -np.inf).numpy() == (mask == 1)).all())
-    check("torch's own causal mask blocks the same cells", f"torch's generate_square_subsequent_mask blocks the same "
-          f"cells: {same}", same, value=same, threshold="the same cells blocked")
-    print(f"max |these weights - torch softmax(scores + torch's mask)|={np.abs(weights - torch_weights).max():.8f}")
-
-    # The wrong way: leave the scores alone and zero the future *values* instead. The
-    # future scores still sit in the softmax denominator and take their share.
-    unmasked = softmax(scores, axis=-1)
-    i = min(1, T - 1)
-    visible = unmasked[i, : i + 1]
-    check("zeroing future values instead shrinks the visible weights", f"zeroing future values instead, row {i + 1} "
-          f"visible weights={vec(visible)}; sum={visible.sum():.4f} (masked: {vec(weights[i, : i + 1])}; "
-          f"sum={weights[i].sum():.4f})", visible.sum() < 1 - 1e-9 if T > 1 else None, value=visible.sum(),
-          threshold="the visible weights sum to less than 1")
-    # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
-    # the same two words get less, and the missing share is simply lost.
-
-    print(save_figure(plot(weights, mask), figure_path(parser, args, FIGURE)))
+def main():
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP, live=LIVE)
+    scores = lesson(args)
     if args.live:
         show(live_view, 0 if args.seed is None else args.seed, scores)
 
-
 if __name__ == "__main__":
-    main()
+    run(main)
