@@ -10,20 +10,19 @@ the hands of a clock. Consequences checked below: PE(0) = [0, 1, 0, 1, ...]; eve
 lies in [-1, 1]; each tag has squared length d/2 (one sin^2 + cos^2 = 1 per pair); and
 PE(p + k) is PE(p) turned by the angles k w_i: a fixed rotation that depends on k only.
 
-Setup (prints the page's line; not proven to be the original): d_model 16, max_len 10;
-the NumPy float64 formula against an independent torch float32 implementation, the one
-common in PyTorch code, which writes the speeds as div_term = exp(arange(0, d, 2) *
--(ln 10000 / d)) instead of 10000^(-2i/d). The difference is taken in float64 and prints
-0.00000011; taken in float32 it prints 0.00000012. max_len 11 or 12 print the same, 13
-does not. That max |...| line is rounding noise.
+Prints the gap between the page's formula and the form common in PyTorch code (rounding
+noise), the page's d = 4 hand-check, the bounds and the squared length, and the rotation.
+Setup (prints the page's line; not proven to be the original): d_model 16, positions
+0..9. Notes: week2/NOTES.md, section 03.
 """
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import check_size, int_range, lesson_parser
-from common.live import Blit, View, add_live, add_slider, need_window, show
+from common import run
+from common.cli import int_range, knob, lesson_args, too_big
+from common.live import Blit, View, add_slider, show
 from common.printing import vec
 from common.records import check
 
@@ -64,6 +63,42 @@ def rotation(k, d):
         R[2 * i: 2 * i + 2, 2 * i: 2 * i + 2] = [[c, s], [-s, c]]
     return R
 
+
+def lesson(args):
+    """The table by the formula beside torch's form, the page's d = 4 hand-check, bounds, length, rotation."""
+    d, max_len = args.d_model, args.max_len
+    pe = sinusoidal_pe(max_len, d)  # [max_len, d]
+    gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()
+    print(f"PE table [max_len, d]=[{max_len}, {d}]")
+    print(f"max |formula (NumPy) - div_term form (torch)|={gap:.8f}")
+    print("  (the page's formula vs the way PyTorch code usually writes it, with the speeds as "
+          "exp(-2i ln(10000) / d): the same table up to float32 rounding;")
+    print(f"   float32 keeps p w_i to about 7 significant digits, so this gap grows with the position: "
+          f"up to about {(max_len - 1) * 2 ** -24:.0e} here)")
+
+    small = sinusoidal_pe(2, 4)  # the page's hand-check, d = 4
+    omega = 10000.0 ** (-2 * np.arange(2) / 4)
+    print(f"the page's hand-check, d=4 (whatever --d-model is): omega={vec(omega)}; PE(0)={vec(small[0])}; "
+          f"PE(1)={vec(small[1])}")
+
+    check("every entry lies in [-1, 1]", f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "
+          f"(min {pe.min():.4f}, max {pe.max():.4f})", (np.abs(pe) <= 1).all(), value=np.abs(pe).max(),
+          threshold="every |entry| at most 1")
+    sq_len = (pe ** 2).sum(axis=1)  # [max_len]
+    check("the squared length of every tag is d/2", f"squared length of every PE(p): {sq_len.min():.6f}.."
+          f"{sq_len.max():.6f} = d/2 = {d / 2:g}", np.abs(sq_len - d / 2).max() < 1e-9,
+          value=np.abs(sq_len - d / 2).max(), threshold=f"every one within 1e-9 of d/2 = {d / 2:g}")
+
+    print("R(k) below turns each (sin, cos) pair by the angle k w_i; it is built from k alone:")
+    for k in args.offset:
+        R = rotation(k, d)  # one matrix for every p
+        err = np.abs(pe[k:] - pe[:-k] @ R.T).max()  # rows p = 0..max_len-1-k
+        print(f"max |PE(p+{k}) - R({k}) PE(p)|={err:.8f}")
+    # Zero up to float rounding for every p: "k steps later" is the same linear map
+    # (a rotation of each sin/cos pair) wherever you are in the sentence.
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, live window
 
 def live_view(d, positions):
     """A position slider and a d_model slider: the PE table of positions 0..positions-1 with
@@ -123,60 +158,33 @@ def live_view(d, positions):
     return View(fig, {"position": p_slider, "d_model": d_slider}, blit)
 
 
-def main():
-    parser = lesson_parser(__file__, "Sinusoidal positional encoding: formula, hand-check, bounds, "
-                           "length, rotation (Week 2, section 5).", try_it=[
-                               ("--d-model 64 --max-len 100", "a bigger table: every property still holds"),
-                               ("--max-len 100 --offset 1 5 50", "the rotation check for offsets 1, 5 and 50")])
-    parser.add_argument("--d-model", type=int_range(2, 4096), default=16, help="d, even")
-    parser.add_argument("--max-len", type=int_range(2, 10000), default=10,
-                        help="positions 0..max_len-1 (above every --offset)")
-    parser.add_argument("--offset", type=int_range(1, 9999), nargs="+", default=[1, 3],
-                        help="offsets k for the rotation check, each below --max-len")
-    add_live(parser, "a position slider and a d_model slider: the PE table with the chosen row marked")
-    args = parser.parse_args()
+
+DESCRIPTION = "Sinusoidal positional encoding: formula, hand-check, bounds, length, rotation (Week 2, section 5)."
+KNOBS = [knob("--d-model", type=int_range(2, 4096), default=16, help="d, even"),
+         knob("--max-len", type=int_range(2, 10000), default=10,
+              help="positions 0..max_len-1 (above every --offset)"),
+         knob("--offset", type=int_range(1, 9999), nargs="+", default=[1, 3],
+              help="offsets k for the rotation check, each below --max-len")]
+LIVE = "a position slider and a d_model slider: the PE table with the chosen row marked"
+TRY_IT = [("--d-model 64 --max-len 100", "a bigger table: every property still holds"),
+          ("--max-len 100 --offset 1 5 50", "the rotation check for offsets 1, 5 and 50")]
+
+
+def limits(args):
     d, max_len = args.d_model, args.max_len
     if d % 2:
-        parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
+        return f"--d-model must be even (sin/cos pairs), got {d}"
     if max(args.offset) >= max_len:
-        parser.error(f"--offset must be below --max-len {max_len} (got {max(args.offset)})")
-    check_size(parser, numbers=max_len * d, work=len(args.offset) * max_len * d * d,
-               knobs=("--max-len", "--d-model", "--offset (fewer values)"))
+        return f"--offset must be below --max-len {max_len} (got {max(args.offset)})"
+    return too_big(numbers=max_len * d, work=len(args.offset) * max_len * d * d,
+                   knobs=("--max-len", "--d-model", "--offset (fewer values)"))
+
+
+def main():
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+    lesson(args)
     if args.live:
-        need_window(parser)
-
-    pe = sinusoidal_pe(max_len, d)  # [max_len, d]
-    gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()
-    print(f"PE table [max_len, d]=[{max_len}, {d}]")
-    print(f"max |formula (NumPy) - div_term form (torch)|={gap:.8f}")
-    print("  (the page's formula vs the way PyTorch code usually writes it, with the speeds as "
-          "exp(-2i ln(10000) / d): the same table up to float32 rounding;")
-    print(f"   float32 keeps p w_i to about 7 significant digits, so this gap grows with the position: "
-          f"up to about {(max_len - 1) * 2 ** -24:.0e} here)")
-
-    small = sinusoidal_pe(2, 4)  # the page's hand-check, d = 4
-    omega = 10000.0 ** (-2 * np.arange(2) / 4)
-    print(f"the page's hand-check, d=4 (whatever --d-model is): omega={vec(omega)}; PE(0)={vec(small[0])}; "
-          f"PE(1)={vec(small[1])}")
-
-    check("every entry lies in [-1, 1]", f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "
-          f"(min {pe.min():.4f}, max {pe.max():.4f})", (np.abs(pe) <= 1).all(), value=np.abs(pe).max(),
-          threshold="every |entry| at most 1")
-    sq_len = (pe ** 2).sum(axis=1)  # [max_len]
-    check("the squared length of every tag is d/2", f"squared length of every PE(p): {sq_len.min():.6f}.."
-          f"{sq_len.max():.6f} = d/2 = {d / 2:g}", np.abs(sq_len - d / 2).max() < 1e-9,
-          value=np.abs(sq_len - d / 2).max(), threshold=f"every one within 1e-9 of d/2 = {d / 2:g}")
-
-    print("R(k) below turns each (sin, cos) pair by the angle k w_i; it is built from k alone:")
-    for k in args.offset:
-        R = rotation(k, d)  # one matrix for every p
-        err = np.abs(pe[k:] - pe[:-k] @ R.T).max()  # rows p = 0..max_len-1-k
-        print(f"max |PE(p+{k}) - R({k}) PE(p)|={err:.8f}")
-    # Zero up to float rounding for every p: "k steps later" is the same linear map
-    # (a rotation of each sin/cos pair) wherever you are in the sentence.
-    if args.live:
-        show(live_view, d, max(LIVE_POSITIONS, max_len))
-
+        show(live_view, args.d_model, max(LIVE_POSITIONS, args.max_len))
 
 if __name__ == "__main__":
-    main()
+    run(main)
