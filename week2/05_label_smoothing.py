@@ -9,25 +9,18 @@ Uniform-mixture rule (what torch's label_smoothing=epsilon uses):
 The other convention gives the gold class exactly 1 - epsilon and spreads epsilon over
 the V - 1 others; the two differ, so always say which one you use.
 
-Setup: V = 4, gold index 2, epsilon = 0.1, float32 as torch does by default. The page
-gives the loss 0.66827178 but not the logits, so [0.6, 0.1, 1.8, 0.5] is a
-reconstruction, and the whole truth about it is this:
-  - in exact arithmetic the loss depends only on the gaps between the gold logit and the
-    others; the gaps 1.2, 1.3 and 1.7 give 0.66827168 (float64). But one loss is one
-    equation in three gaps: a whole surface of gap sets gives the same value (1.0, 1.5
-    and 1.83613565, for one), so the page's number cannot pin down its logits;
-  - in float32 the last printed digits depend on the logits themselves, not only on the
-    gaps: this shift prints the page's 0.66827178, while the same gaps shifted (e.g.
-    [0.3, 0.8, 2.0, 0.7], which reorders them) print 0.66827166. The shift was chosen
-    because it prints the page's digits.
-So the loss line reproduces the page's number, but only the gaps are a finding.
+Prints the smoothed target and its sum, the loss by hand beside torch's, the page's V = 5
+hand-check, and the other convention's target and loss. Setup: V = 4, gold index 2,
+epsilon = 0.1, float32 as torch by default; the logits [0.6, 0.1, 1.8, 0.5] are a
+reconstruction (the page gives the loss, not the logits). Notes: week2/NOTES.md, section 05.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import float_range, int_range, lesson_parser
-from common.live import Blit, View, add_live, add_slider, allowed, need_window, show
+from common import run
+from common.cli import float_range, int_range, knob, lesson_args
+from common.live import Blit, View, add_slider, allowed, show
 from common.printing import vec
 from common.records import check
 
@@ -59,6 +52,45 @@ def torch_loss(z, gold, epsilon):
     """torch's own: cross_entropy with label_smoothing=epsilon."""
     return F.cross_entropy(z[None], torch.tensor([gold]), label_smoothing=epsilon)
 
+
+def relative_gap(a, b):
+    """|a - b| / |b|, or |a - b| when b is below 1: float32 keeps about 7 significant digits,
+    so two float32 computations of one number agree to about 1e-7 of its size."""
+    return abs(a - b) / max(1.0, abs(b))
+
+
+def lesson(args):
+    """The smoothed target, the loss by hand beside torch's, the page's V = 5 hand-check, the other convention."""
+    V, gold, epsilon = len(args.logits), args.gold, args.epsilon
+    z = torch.tensor(args.logits)  # [V], float32
+    q = smoothed_target(V, gold, epsilon)
+    print(f"V={V}, gold index={gold}, epsilon={epsilon:g}: q_i = (1 - epsilon)[i = y] + epsilon / V")
+    check("the smoothed target sums to 1", f"target={vec(q, 3)}; sum={q.sum().item():.3f}",
+          abs(q.sum().item() - 1) < 1e-6, value=q.sum().item(), threshold="within 1e-6 of 1")
+
+    hand, by_torch = smoothed_loss(z, q), torch_loss(z, gold, epsilon)
+    gap = relative_gap(hand.item(), by_torch.item())
+    check("the hand-built loss is torch's label_smoothing loss", f"hand-built loss={hand.item():.8f}; torch "
+          f"label_smoothing={epsilon:g} loss={by_torch.item():.8f}; equal={gap <= 1e-6}", gap <= 1e-6, value=gap,
+          threshold="relative gap at most 1e-6")
+    print(f"max |(hand-built - torch) / torch|={gap:.8f}")
+    print("  (equal means: the same up to float32 rounding, a relative gap of at most 0.000001)")
+    print(f"plain cross-entropy (no smoothing)={F.cross_entropy(z[None], torch.tensor([gold])).item():.8f}")
+
+    q5 = smoothed_target(5, 2, 0.1)  # the page's hand-check: V = 5, gold 3rd
+    print(f"the page's V=5 hand-check (epsilon 0.1, whatever the flags): gold 3rd: target={vec(q5, 2)}; "
+          f"sum={q5.sum().item():.2f}")
+
+    other = gold_exact_target(V, gold, epsilon)
+    other_loss = smoothed_loss(z, other)
+    other_gap = relative_gap(other_loss.item(), by_torch.item())
+    check("the other convention is not torch's", f"other convention (gold exactly 1 - epsilon): target="
+          f"{vec(other, 3)}; loss={other_loss.item():.8f}; equal to torch={other_gap <= 1e-6}",
+          other_gap > 1e-6 if epsilon > 0 else None, value=other_gap, threshold="relative gap above 1e-6 (epsilon > 0)")
+    # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, live window
 
 def live_view(logits, gold, epsilon):
     """An epsilon slider: the smoothed target q beside the model's softmax(z), and the
@@ -105,62 +137,32 @@ def live_view(logits, gold, epsilon):
     return View(fig, {"epsilon": slider}, blit)
 
 
-def relative_gap(a, b):
-    """|a - b| / |b|, or |a - b| when b is below 1: float32 keeps about 7 significant digits,
-    so two float32 computations of one number agree to about 1e-7 of its size."""
-    return abs(a - b) / max(1.0, abs(b))
+
+DESCRIPTION = "Label-smoothed cross-entropy by hand vs torch's label_smoothing (Week 2, section 7)."
+KNOBS = [knob("--logits", type=float_range(-1e30, 1e30), nargs="+", default=[0.6, 0.1, 1.8, 0.5],
+              help="model scores z, one per vocabulary word"),
+         knob("--gold", type=int_range(0, 999), default=2,
+              help="index of the right word, from 0 (below the number of --logits)"),
+         knob("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing")]
+LIVE = "an epsilon slider: the smoothed target, and the loss by hand beside torch's"
+TRY_IT = [("--epsilon 0", "no smoothing: the loss is plain cross-entropy"),
+          ("--epsilon 0.3", "more smoothing: the gold word's target drops to 0.775"),
+          ("--logits 0 0 9 0", "sure and right: smoothing still charges for the certainty"),
+          ("--logits 1e9 0 0 -1e9", "huge logits: the two losses still agree to float32 rounding")]
+
+
+def limits(args):
+    V, gold = len(args.logits), args.gold
+    if not 2 <= V <= 1000 or gold >= V:
+        return f"need 2 to 1000 --logits and --gold below their number (got {V} logits, --gold {gold})"
+    return None
 
 
 def main():
-    parser = lesson_parser(__file__, "Label-smoothed cross-entropy by hand vs torch's label_smoothing "
-                           "(Week 2, section 7).", try_it=[
-                               ("--epsilon 0", "no smoothing: the loss is plain cross-entropy"),
-                               ("--epsilon 0.3", "more smoothing: the gold word's target drops to 0.775"),
-                               ("--logits 0 0 9 0", "sure and right: smoothing still charges for the certainty"),
-                               ("--logits 1e9 0 0 -1e9", "huge logits: the two losses still agree to float32 "
-                                "rounding")])
-    parser.add_argument("--logits", type=float_range(-1e30, 1e30), nargs="+", default=[0.6, 0.1, 1.8, 0.5],
-                        help="model scores z, one per vocabulary word")
-    parser.add_argument("--gold", type=int_range(0, 999), default=2,
-                        help="index of the right word, from 0 (below the number of --logits)")
-    parser.add_argument("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing")
-    add_live(parser, "an epsilon slider: the smoothed target, and the loss by hand beside torch's")
-    args = parser.parse_args()
-    V, gold, epsilon = len(args.logits), args.gold, args.epsilon
-    if not 2 <= V <= 1000 or gold >= V:
-        parser.error(f"need 2 to 1000 --logits and --gold below their number (got {V} logits, --gold {gold})")
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+    lesson(args)
     if args.live:
-        need_window(parser)
-
-    z = torch.tensor(args.logits)  # [V], float32
-    q = smoothed_target(V, gold, epsilon)
-    print(f"V={V}, gold index={gold}, epsilon={epsilon:g}: q_i = (1 - epsilon)[i = y] + epsilon / V")
-    check("the smoothed target sums to 1", f"target={vec(q, 3)}; sum={q.sum().item():.3f}",
-          abs(q.sum().item() - 1) < 1e-6, value=q.sum().item(), threshold="within 1e-6 of 1")
-
-    hand, by_torch = smoothed_loss(z, q), torch_loss(z, gold, epsilon)
-    gap = relative_gap(hand.item(), by_torch.item())
-    check("the hand-built loss is torch's label_smoothing loss", f"hand-built loss={hand.item():.8f}; torch "
-          f"label_smoothing={epsilon:g} loss={by_torch.item():.8f}; equal={gap <= 1e-6}", gap <= 1e-6, value=gap,
-          threshold="relative gap at most 1e-6")
-    print(f"max |(hand-built - torch) / torch|={gap:.8f}")
-    print("  (equal means: the same up to float32 rounding, a relative gap of at most 0.000001)")
-    print(f"plain cross-entropy (no smoothing)={F.cross_entropy(z[None], torch.tensor([gold])).item():.8f}")
-
-    q5 = smoothed_target(5, 2, 0.1)  # the page's hand-check: V = 5, gold 3rd
-    print(f"the page's V=5 hand-check (epsilon 0.1, whatever the flags): gold 3rd: target={vec(q5, 2)}; "
-          f"sum={q5.sum().item():.2f}")
-
-    other = gold_exact_target(V, gold, epsilon)
-    other_loss = smoothed_loss(z, other)
-    other_gap = relative_gap(other_loss.item(), by_torch.item())
-    check("the other convention is not torch's", f"other convention (gold exactly 1 - epsilon): target="
-          f"{vec(other, 3)}; loss={other_loss.item():.8f}; equal to torch={other_gap <= 1e-6}",
-          other_gap > 1e-6 if epsilon > 0 else None, value=other_gap, threshold="relative gap above 1e-6 (epsilon > 0)")
-    # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
-    if args.live:
-        show(live_view, args.logits, gold, epsilon)
-
+        show(live_view, args.logits, args.gold, args.epsilon)
 
 if __name__ == "__main__":
-    main()
+    run(main)
