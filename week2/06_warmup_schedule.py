@@ -8,15 +8,17 @@ Page: Week 2, section 7 "Training tricks: label smoothing and the warm-up schedu
 For s < w the second term is smaller: lr grows linearly in s. For s > w the first is
 smaller: lr decays like 1/sqrt(s). The two meet at s = w, the peak.
 
-Setup (reproduces the page's table exactly): this formula, printed with 10 decimals.
+Prints the page's table, where each width peaks, and the ratios the page works out by hand;
+saves Figure 3. Setup (the page's table, exactly): this formula, printed with 10 decimals.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import int_range, lesson_parser, png_path
+from common import run
+from common.cli import int_range, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_live, add_slider, allowed, need_window, show
+from common.live import Blit, View, add_slider, allowed, show
 from common.records import check
 
 import numpy as np
@@ -34,6 +36,38 @@ def peak_step(d_model, warmup):
     horizon = np.arange(1, 5 * warmup + 1)
     return int(horizon[np.argmax(learning_rate(horizon, d_model, warmup))])
 
+
+def lesson(args):
+    """The page's table, the peak, the ratios the page works out by hand; saves Figure 3."""
+    widths, w = args.d_model, args.warmup
+    print("step     " + "".join(f"{f'd={d}':<15}" for d in widths).rstrip())
+    for s in args.steps:
+        print(f"{s:<9}" + "".join(f"{learning_rate(s, d, w):<15.10f}" for d in widths).rstrip())
+
+    horizon = np.arange(1, 5 * w + 1)  # the first 5w steps: the ratios and the figure's curves
+    peaks = [peak_step(d, w) for d in widths]
+    where = ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True))
+    check("the rate peaks at step w", f"peak: {where} (w = {w})", all(p == w for p in peaks), value=str(peaks),
+          threshold=f"every peak at step w = {w}")
+    d = widths[0]
+    peak = learning_rate(w, d, w)
+    quarter, twice = learning_rate(w / 4, d, w) / peak, learning_rate(2 * w, d, w) / peak
+    check("step w/4 is a quarter of the peak", f"d={d}: lr(w/4) / peak={quarter:.4f} (a quarter of the way up "
+          f"the linear ramp)", abs(quarter - 0.25) < 1e-12, value=quarter, threshold="0.25, within 1e-12")
+    check("step 2w is 1/sqrt(2) of the peak", f"d={d}: lr(2w) / peak={twice:.4f}; 1/sqrt(2)={2 ** -0.5:.4f}",
+          abs(twice - 2 ** -0.5) < 1e-12, value=twice, threshold="1/sqrt(2), within 1e-12")
+    for other in widths[1:]:
+        ratio = learning_rate(horizon, d, w) / learning_rate(horizon, other, w)
+        check(f"d={d} runs at sqrt({other}/{d}) of d={other}'s rate", f"d={d} / d={other} at every step: "
+              f"{ratio.min():.4f}..{ratio.max():.4f}; sqrt({other}/{d})={(other / d) ** 0.5:.4f}",
+              np.abs(ratio - (other / d) ** 0.5).max() < 1e-12, value=np.abs(ratio - (other / d) ** 0.5).max(),
+              threshold="every step's ratio within 1e-12 of it")
+    # A wider model gets a smaller rate at every step, by the factor sqrt(d_other / d).
+
+    print(save_figure(plot(widths, w, horizon, peaks), figure_path(args, FIGURE)))
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
 
 def live_view(d_model, warmup):
     """A warm-up slider and a d_model slider: the schedule over 5 times the largest w, its
@@ -87,57 +121,29 @@ def plot(widths, warmup, steps, peaks):
     return fig
 
 
+DESCRIPTION = "The warm-up schedule: table, peak, ratios (Week 2, section 7; saves Figure 3)."
+KNOBS = [knob("--d-model", type=int_range(1, 65536), nargs="+", default=[512, 256],
+              help="model widths d, up to 6"),
+         knob("--warmup", type=int_range(1, 10**6), default=4000, help="w, warm-up steps"),
+         knob("--steps", type=int_range(1, 10**7), nargs="+", default=[1, 1000, 4000, 8000],
+              help="steps for the table")]
+LIVE = "a warm-up slider and a d_model slider: the schedule with its peak marked"
+TRY_IT = [("--warmup 1000", "an earlier, higher peak (the figure is not saved: add --figure PATH.png)"),
+          ("--d-model 1024 64 --figure widths.png", "two other widths, the figure saved to widths.png in this "
+           "directory"),
+          ("--steps 1 2000 4000 16000", "the rate at other steps")]
+
+
+def limits(args):
+    return "give at most 6 widths and 50 steps" if len(args.d_model) > 6 or len(args.steps) > 50 else None
+FIGURE_HELP = "save Figure 3 here; a default run saves it to week2/figures/warmup_schedule.png"
+
+
 def main():
-    parser = lesson_parser(__file__, "The warm-up schedule: table, peak, ratios (Week 2, section 7; "
-                           "saves Figure 3).", try_it=[
-                               ("--warmup 1000", "an earlier, higher peak (the figure is not saved: add "
-                                "--figure PATH.png)"),
-                               ("--d-model 1024 64 --figure widths.png", "two other widths, the figure saved "
-                                "to widths.png in this directory"),
-                               ("--steps 1 2000 4000 16000", "the rate at other steps")])
-    parser.add_argument("--d-model", type=int_range(1, 65536), nargs="+", default=[512, 256],
-                        help="model widths d, up to 6")
-    parser.add_argument("--warmup", type=int_range(1, 10**6), default=4000, help="w, warm-up steps")
-    parser.add_argument("--steps", type=int_range(1, 10**7), nargs="+", default=[1, 1000, 4000, 8000],
-                        help="steps for the table")
-    parser.add_argument("--figure", type=png_path, help="save Figure 3 here; a default run saves it to "
-                        "week2/figures/warmup_schedule.png")
-    add_live(parser, "a warm-up slider and a d_model slider: the schedule with its peak marked")
-    args = parser.parse_args()
-    if len(args.d_model) > 6 or len(args.steps) > 50:
-        parser.error("give at most 6 widths and 50 steps")
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP, live=LIVE)
+    lesson(args)
     if args.live:
-        need_window(parser)
-    widths, w = args.d_model, args.warmup
-
-    print("step     " + "".join(f"{f'd={d}':<15}" for d in widths).rstrip())
-    for s in args.steps:
-        print(f"{s:<9}" + "".join(f"{learning_rate(s, d, w):<15.10f}" for d in widths).rstrip())
-
-    horizon = np.arange(1, 5 * w + 1)  # the first 5w steps: the ratios and the figure's curves
-    peaks = [peak_step(d, w) for d in widths]
-    where = ", ".join(f"d={d} at step {p}" for d, p in zip(widths, peaks, strict=True))
-    check("the rate peaks at step w", f"peak: {where} (w = {w})", all(p == w for p in peaks), value=str(peaks),
-          threshold=f"every peak at step w = {w}")
-    d = widths[0]
-    peak = learning_rate(w, d, w)
-    quarter, twice = learning_rate(w / 4, d, w) / peak, learning_rate(2 * w, d, w) / peak
-    check("step w/4 is a quarter of the peak", f"d={d}: lr(w/4) / peak={quarter:.4f} (a quarter of the way up "
-          f"the linear ramp)", abs(quarter - 0.25) < 1e-12, value=quarter, threshold="0.25, within 1e-12")
-    check("step 2w is 1/sqrt(2) of the peak", f"d={d}: lr(2w) / peak={twice:.4f}; 1/sqrt(2)={2 ** -0.5:.4f}",
-          abs(twice - 2 ** -0.5) < 1e-12, value=twice, threshold="1/sqrt(2), within 1e-12")
-    for other in widths[1:]:
-        ratio = learning_rate(horizon, d, w) / learning_rate(horizon, other, w)
-        check(f"d={d} runs at sqrt({other}/{d}) of d={other}'s rate", f"d={d} / d={other} at every step: "
-              f"{ratio.min():.4f}..{ratio.max():.4f}; sqrt({other}/{d})={(other / d) ** 0.5:.4f}",
-              np.abs(ratio - (other / d) ** 0.5).max() < 1e-12, value=np.abs(ratio - (other / d) ** 0.5).max(),
-              threshold="every step's ratio within 1e-12 of it")
-    # A wider model gets a smaller rate at every step, by the factor sqrt(d_other / d).
-
-    print(save_figure(plot(widths, w, horizon, peaks), figure_path(parser, args, FIGURE)))
-    if args.live:
-        show(live_view, widths[0], w)
-
+        show(live_view, args.d_model[0], args.warmup)
 
 if __name__ == "__main__":
-    main()
+    run(main)
