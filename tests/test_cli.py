@@ -31,6 +31,7 @@ BAD_ARGS = {
     "week1/14_parameters_vs_length": ["--short", "500", "--long", "5"],
     "week1/15_context_decides": ["--adjectives", "tired", "purple"],
     "week1/16_heads_take_roles": ["--heads", "3"],
+    "week1/17_unscaled_scores_stall": ["--d-k", "8"],
     "week2/01_causal_mask": ["--seq-len", "6"],
     "week2/02_cross_attention_shapes": ["--heads", "3"],
     "week2/03_sinusoidal_pe": ["--d-model", "15"],
