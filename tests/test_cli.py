@@ -51,6 +51,7 @@ BAD_ARGS = {
     "week2/17_post_norm_decoder_layer": ["--d-model", "10", "--heads", "4"],
     "week2/18_deep_stacks_train": ["--depth", "25"],
     "week2/19_teacher_forcing_fast_and_stable": ["--steps", "500"],
+    "week2/20_warmup_not_universal": ["--warmup", "0"],
 }
 
 # Sizes each within its range that together would need gigabytes or minutes.
