@@ -152,7 +152,7 @@ def lesson(args):
     print(f"gives a point's coordinates along {OUTPUTS} fixed directions. Each stack takes {STEPS} steps of "
           f"W <- W - lr dL/dW,\nlr = {LR:g}, from the same starting weights, on the same batches of {BATCH} "
           "random points.")
-    print(f"\n{'':26}{'torch starting weights':^28}{f'sublayer matrices x {DOUBLED:g}':^30}")
+    print(f"\n{'':26}{'torch starting weights':^28}{f'sublayer matrices x {DOUBLED:g}':^30}".rstrip())
     print(f"{'wiring':26}{'size at top':>14}{'loss after':>14}{'':2}{'size at top':>14}{'loss after':>14}")
     for wiring, formula, *_ in STACKS[:4]:
         cells = f"{readable(start[wiring]['top'], 2):>14}{loss_band(start[wiring]['left']):>14}"
@@ -177,8 +177,8 @@ def lesson(args):
     alone, same = trains(start["LayerNorm"]), trains(start["shortcut"]) == trains(start["both"])
     check("LayerNorm alone trains the plain stack", f"Not the whole story: LayerNorm alone "
           f"{'trained' if alone else 'did not train'} the plain stack, and with torch's starting\n  weights adding "
-          f"it to the shortcuts {'changed nothing here (both trained)' if same else 'made the difference'}: "
-          "LayerNorm keeps the numbers' size\n  steady; the shortcut is the direct route.", None,
+          f"it to the shortcuts {'changed nothing here (both trained)' if same else 'made the difference'}:\n  "
+          "LayerNorm keeps the numbers' size steady; the shortcut is the direct route.", None,
           value=f"LayerNorm {start['LayerNorm']['left']:.2f}; shortcut {start['shortcut']['left']:.2f}, "
           f"both {start['both']['left']:.2f}", threshold=f"LayerNorm below {TRAINS:g}")
 
