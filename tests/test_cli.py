@@ -31,6 +31,7 @@ BAD_ARGS = {
     "week1/14_parameters_vs_length": ["--short", "500", "--long", "5"],
     "week1/15_context_decides": ["--adjectives", "tired", "purple"],
     "week1/16_heads_take_roles": ["--heads", "3"],
+    "week1/17_unscaled_scores_stall": ["--d-k", "8"],
     "week2/01_causal_mask": ["--seq-len", "6"],
     "week2/02_cross_attention_shapes": ["--heads", "3"],
     "week2/03_sinusoidal_pe": ["--d-model", "15"],
@@ -48,6 +49,9 @@ BAD_ARGS = {
     "week2/15_residual_gradient_depth": ["--scale", "4"],
     "week2/16_batchnorm_padding": ["--batch", "1", "--tokens", "1"],
     "week2/17_post_norm_decoder_layer": ["--d-model", "10", "--heads", "4"],
+    "week2/18_deep_stacks_train": ["--depth", "25"],
+    "week2/19_teacher_forcing_fast_and_stable": ["--steps", "500"],
+    "week2/20_warmup_not_universal": ["--warmup", "0"],
 }
 
 # Sizes each within its range that together would need gigabytes or minutes.

@@ -1,0 +1,169 @@
+"""week1/17_unscaled_scores_stall: its attention is torch's, its gradient step is torch's SGD,
+its held-out queries are never trained on, every threshold of its verdicts is pinned by a value
+on each side, each verdict turns when both heads are scaled or both unscaled, and its knobs
+turn the verdicts their Try-it lines say (its default output is the same bytes under the
+kernel settings of tests/test_portability.py, which runs the whole check under each)."""
+import contextlib
+import io
+import math
+import sys
+
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from tests.conftest import SCRIPTS, lesson_run, load_script
+
+NAME = "week1/17_unscaled_scores_stall"
+DEFAULT = lesson_run(NAME)
+SMALLER_RATE = lesson_run(NAME, "--lr", "0.1")
+NARROW = lesson_run(NAME, "--d-k", "64")
+VERDICTS = ["without scaling the softmax starts nearly one-hot", "without scaling the gradients then go close to zero",
+            "without scaling learning stalls"]
+SLOW = "a smaller rate lets the unscaled head learn, more slowly"
+
+
+@pytest.fixture(scope="module")
+def us():
+    return load_script(NAME)
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """As the script trains (its lesson sets one thread; give the test process its own back)."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def run_main(us, *argv, **replace):
+    """The lesson's main() in this process, some of its functions replaced: what it printed,
+    and the outcomes of its checks by name."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
+        for attribute, value in replace.items():
+            monkeypatch.setattr(us, attribute, value)
+        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
+        with contextlib.redirect_stdout(out):
+            us.main()
+    return out.getvalue(), {r["name"]: r["outcome"] for r in records}
+
+
+# ---------------------------------------------------------------- the pieces against torch's
+
+@pytest.mark.parametrize("scaled", [True, False])
+def test_attention_is_torchs(us, scaled):
+    X_q, X, V = us.sentences(torch.Generator().manual_seed(3), 5)
+    W_Q, W_K = us.starting_weights(3, 64)
+    Z, A = us.attention(X_q, X, V, W_Q, W_K, scaled)
+    theirs = F.scaled_dot_product_attention(X_q @ W_Q, X @ W_K, V, scale=None if scaled else 1.0)
+    assert (Z - theirs).abs().max() < 1e-12
+    assert (A.sum(-1) - 1).abs().max() < 1e-12
+
+
+def test_the_gradient_step_is_torchs_sgd(us):
+    held_out = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), 2)
+    mine = us.train(5, 32, True, 0.3, held_out, steps=4)["weights"]
+    W_Q, W_K = (W.requires_grad_() for W in us.starting_weights(5, 32))
+    optimizer = torch.optim.SGD([W_Q, W_K], lr=0.3)
+    g = torch.Generator().manual_seed(5 + 1)
+    for _ in range(4):
+        X_q, X, V = us.sentences(g, us.SENTENCES)
+        optimizer.zero_grad()
+        us.loss_of(us.attention(X_q, X, V, W_Q, W_K, True)[0], V).backward()
+        optimizer.step()
+    assert max((a - b).abs().max().item() for a, b in zip(mine, (W_Q, W_K), strict=True)) < 1e-12
+    assert (W_Q - us.starting_weights(5, 32)[0]).abs().max() > 1e-3  # they moved
+
+
+def test_held_out_queries_are_never_trained_on(us):
+    held_X = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), us.HELD_OUT)[1].reshape(-1, us.D_MODEL)
+    g = torch.Generator().manual_seed(42 + 1)
+    trained = torch.cat([us.sentences(g, us.SENTENCES)[1].reshape(-1, us.D_MODEL) for _ in range(us.STEPS)])
+    assert torch.cdist(held_X, trained).min() > 0.1
+
+
+def test_the_first_step_is_the_same_start_for_both_heads(us):
+    """Both heads begin from the same weights: the same word gets the largest weight."""
+    held_out = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), us.HELD_OUT)
+    un, sc = (us.measure(*us.starting_weights(42, 256), scaled, held_out) for scaled in (False, True))
+    assert un["found"] == sc["found"] and un["largest"] > sc["largest"]
+
+
+# ---------------------------------------------------------------- thresholds, on both sides
+
+def measured(largest=0.5, shares=(0.5, 0.5), loss=(10.0, 5.0)):
+    """What train() returns, made up: the start's largest weight, the late gradients as shares
+    of step 1's, the held-out loss before and after."""
+    grads = [(1.0, 1.0)] + [shares] * (100)
+    return {"before": {"largest": largest, "loss": loss[0]}, "after": {"loss": loss[1]}, "grads": grads}
+
+
+def test_one_hot_threshold(us):
+    assert us.ONE_HOT == 0.9
+    assert us.starts_one_hot(measured(largest=0.901), measured(largest=0.9))
+    assert not us.starts_one_hot(measured(largest=0.9), measured(largest=0.5))  # the unscaled head not above
+    assert not us.starts_one_hot(measured(largest=0.95), measured(largest=0.901))  # the scaled head one-hot too
+
+
+def test_quiet_threshold(us):
+    assert us.QUIET == 1e-3
+    assert us.goes_quiet(measured(shares=(0.00099, 0.00099)), measured(shares=(0.001, 0.001)))
+    assert not us.goes_quiet(measured(shares=(0.00099, 0.001)), measured(shares=(0.5, 0.5)))  # W_K not quiet
+    assert not us.goes_quiet(measured(shares=(1e-9, 1e-9)), measured(shares=(0.5, 0.00099)))  # scaled quiet too
+
+
+def test_stall_thresholds(us):
+    assert (us.STALLED, us.TRAINED) == (0.5, 0.1)
+    assert us.stalls(measured(loss=(10.0, 5.01)), measured(loss=(10.0, 0.99)))
+    assert not us.stalls(measured(loss=(10.0, 5.0)), measured(loss=(10.0, 0.5)))  # the unscaled head learns
+    assert not us.stalls(measured(loss=(10.0, 9.0)), measured(loss=(10.0, 1.0)))  # the scaled head does not
+    assert [us.loss_band(x) for x in (0.099, 0.1, 0.5, 0.501)] == ["below 0.1", "0.1 to 0.5", "0.1 to 0.5",
+                                                                  "above 0.5"]
+
+
+# ---------------------------------------------------------------- wrong worlds turn the verdicts
+
+def test_scaling_both_heads_turns_every_verdict(us):
+    right = us.attention
+    out, outcomes = run_main(us, attention=lambda X_q, X, V, W_Q, W_K, scaled: right(X_q, X, V, W_Q, W_K, True))
+    assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 3
+    assert out.count("CONTRADICTS THE PAGE") == 3
+
+
+def test_scaling_neither_head_turns_every_verdict(us):
+    right = us.attention
+    _, outcomes = run_main(us, attention=lambda X_q, X, V, W_Q, W_K, scaled: right(X_q, X, V, W_Q, W_K, False))
+    assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 3
+
+
+# ---------------------------------------------------------------- the runs
+
+@pytest.mark.reads(DEFAULT)
+def test_default_run_upholds_the_page_and_says_what_a_smaller_rate_does(runs):
+    result = runs[DEFAULT]
+    assert [r["name"] for r in result.records] == VERDICTS + [SLOW]
+    assert [r["outcome"] for r in result.records] == [UPHOLDS] * 3 + [NOT_TESTED]
+    assert "With a 10 times smaller rate (0.1) the unscaled head's loss ends below 0.5 of its start\n  (it learns), " \
+           "above the scaled head's at 1 (more slowly)" in result.stdout
+    assert f"sqrt(d_k) = {math.sqrt(1024):.0f} times" in result.stdout
+    assert "times the scaled head's: larger, not close to zero." in result.stdout  # measured, as the notes say
+
+
+@pytest.mark.reads(SMALLER_RATE)
+def test_a_smaller_rate_turns_the_stall_verdict(runs):
+    result = runs[SMALLER_RATE]
+    outcomes = {r["name"]: r["outcome"] for r in result.records}
+    assert outcomes["without scaling learning stalls"] == CONTRADICTS
+    assert outcomes["without scaling the softmax starts nearly one-hot"] == UPHOLDS
+    assert "loss, as a share of its start                   0.1 to 0.5                   below 0.1" in result.stdout
+    assert "NOT THE PAGE'S PICTURE at these settings" in result.stdout and "CONTRADICTS" not in result.stdout
+
+
+@pytest.mark.reads(NARROW)
+def test_a_narrower_head_turns_the_one_hot_verdict_while_its_gradients_still_go_quiet(runs):
+    outcomes = {r["name"]: r["outcome"] for r in runs[NARROW].records}
+    assert outcomes["without scaling the softmax starts nearly one-hot"] == CONTRADICTS
+    assert outcomes["without scaling the gradients then go close to zero"] == UPHOLDS

@@ -1,0 +1,231 @@
+"""Without 1/sqrt(d_k) a wide head starts one-hot, its gradients go quiet, and its learning stalls.
+
+Page: Week 1, section 4 "Why divide by sqrt(d_k) (scaled dot-product)": "Big spread makes
+softmax nearly one-hot (one weight near 1, the rest near 0), and then the gradients are
+close to zero, so learning stalls. The fix: divide by sqrt(d_k)."
+
+    Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V      scaled
+    Attention(Q, K, V) = softmax(Q K^T) V                  unscaled
+    one step of learning: W <- W - lr dL/dW                (plain gradient descent)
+
+One head learns a look-up: each query is one of 8 words, blurred, and must put its weight on
+that word to fetch the word's value. Both heads start from the same W_Q and W_K and see the
+same batches at the same rate; the only difference is the 1/sqrt(d_k). Prints, per head: how
+one-hot the softmax starts, the gradient reaching W_Q and W_K at step 1 and late in training,
+the held-out loss and right words found after training; a verdict on each part of the claim;
+and what a 10 times smaller rate does for the unscaled head.
+Setup (choices; the page gives none): d_k = 1024, words of 16 numbers, values of 8, 150
+steps of 4 sentences of 8 words, lr = 1, float64. Notes: week1/NOTES.md, section 17.
+"""
+import math
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
+from common import run
+from common.cli import SEED, float_range, int_range, knob, lesson_args
+from common.printing import readable
+from common.records import check, said
+
+import torch
+
+D_MODEL = 16  # numbers per word: small, so a step costs little even at d_k 1024
+T = 8  # words per sentence: the keys each query chooses among
+D_V = 8  # numbers per value
+BLUR = 0.5  # a query is its word plus noise of this standard deviation
+SENTENCES = 4  # sentences per step: 32 queries
+STEPS = 150  # steps of gradient descent
+LR = 1.0  # the learning rate of both heads: it trains the scaled one
+SLOWER = 10  # the unscaled head once more, at a rate this many times smaller
+HELD_OUT = 125  # held-out sentences: 1,000 queries, never trained on
+HELD_OUT_SEED = 12345  # their own generator, the same for every --seed
+LATE = 50  # "late in training": the last 50 steps
+ONE_HOT = 0.9  # nearly one-hot: a mean largest weight above this (as in week1/11)
+QUIET = 1e-3  # close to zero: the gradient's late median below this fraction of its size at step 1
+UNTOUCHED = 1e-3  # a query whose own word gets less weight than this can hardly push that weight up
+STALLED = 0.5  # learning stalls: the held-out loss still above this fraction of its start
+TRAINED = 0.1  # learning works: the held-out loss below this fraction of its start
+
+
+def attention(X_q, X, V, W_Q, W_K, scaled):
+    """softmax(Q K^T [/ sqrt(d_k)]) V for the words X [S, T, d], their values V [S, T, d_v]
+    and the queries X_q [S, T, d]; returns (Z [S, T, d_v], A [S, T, T])."""
+    Q = X_q @ W_Q  # [S, T, d_k]
+    K = X @ W_K  # [S, T, d_k]
+    scores = Q @ K.transpose(-2, -1)  # [S, T, T]: query i against every word j
+    if scaled:
+        scores = scores / math.sqrt(K.shape[-1])
+    A = torch.softmax(scores, dim=-1)  # [S, T, T], each row sums to 1
+    return A @ V, A  # Z [S, T, d_v]
+
+
+def loss_of(Z, V):
+    """Query i should fetch word i's value: the squared distance, averaged over the queries."""
+    return (Z - V).pow(2).sum(-1).mean()
+
+
+def sentences(g, n):
+    """n sentences: queries X_q [n, T, d] (query i is word i, blurred), words X [n, T, d], values V [n, T, d_v]."""
+    X = torch.randn(n, T, D_MODEL, generator=g, dtype=torch.float64)
+    V = torch.randn(n, T, D_V, generator=g, dtype=torch.float64)
+    return X + BLUR * torch.randn(n, T, D_MODEL, generator=g, dtype=torch.float64), X, V
+
+
+def starting_weights(seed, d_k):
+    """W_Q, W_K [d, d_k] from N(0, 1/d): every q and k entry has variance about 1, the page's premise."""
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(D_MODEL, d_k, generator=g, dtype=torch.float64) / math.sqrt(D_MODEL) for _ in range(2)]
+
+
+def measure(W_Q, W_K, scaled, held_out):
+    """On the held-out queries: the loss; the share whose own word gets the largest weight;
+    the mean largest weight; the share whose own word gets under UNTOUCHED."""
+    X_q, X, V = held_out
+    with torch.no_grad():
+        Z, A = attention(X_q, X, V, W_Q, W_K, scaled)
+    own = A.diagonal(dim1=-2, dim2=-1)  # [S, T]: query i's weight on word i
+    return {"loss": loss_of(Z, V).item(), "found": (A.argmax(-1) == torch.arange(T)).double().mean().item(),
+            "largest": A.max(-1).values.mean().item(), "untouched": (own < UNTOUCHED).double().mean().item()}
+
+
+def train(seed, d_k, scaled, lr, held_out, steps=STEPS):
+    """Gradient descent from the seed's W_Q, W_K on the seed's batches. Returns the held-out
+    measures before and after, the sizes |dL/dW_Q|, |dL/dW_K| at every step, and the weights."""
+    W_Q, W_K = (W.requires_grad_() for W in starting_weights(seed, d_k))
+    g = torch.Generator().manual_seed(seed + 1)  # the batches: the same for every head
+    before, grads = measure(W_Q, W_K, scaled, held_out), []
+    for _ in range(steps):
+        X_q, X, V = sentences(g, SENTENCES)
+        loss = loss_of(attention(X_q, X, V, W_Q, W_K, scaled)[0], V)
+        dW_Q, dW_K = torch.autograd.grad(loss, (W_Q, W_K))
+        grads.append((dW_Q.norm().item(), dW_K.norm().item()))
+        with torch.no_grad():
+            W_Q -= lr * dW_Q
+            W_K -= lr * dW_K
+    return {"before": before, "after": measure(W_Q, W_K, scaled, held_out), "grads": grads, "weights": (W_Q, W_K)}
+
+
+def late_shares(run_):
+    """[W_Q, W_K]: the gradient's median size over the last LATE steps / its size at step 1."""
+    return [statistics.median(g[k] for g in run_["grads"][-LATE:]) / run_["grads"][0][k] for k in (0, 1)]
+
+
+def loss_left(run_):
+    """The held-out loss after training, as a share of its start."""
+    return run_["after"]["loss"] / run_["before"]["loss"]
+
+
+def starts_one_hot(un, sc):
+    return un["before"]["largest"] > ONE_HOT >= sc["before"]["largest"]
+
+
+def goes_quiet(un, sc):
+    return max(late_shares(un)) < QUIET <= min(late_shares(sc))
+
+
+def stalls(un, sc):
+    return loss_left(un) > STALLED and loss_left(sc) < TRAINED
+
+
+def lesson(args):
+    """The same start, the same batches, the same rate: unscaled against scaled."""
+    torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
+    d_k, lr = args.d_k, args.lr
+    held_out = sentences(torch.Generator().manual_seed(HELD_OUT_SEED), HELD_OUT)
+    un, sc = (train(args.seed, d_k, scaled, lr, held_out) for scaled in (False, True))
+    slow = train(args.seed, d_k, False, lr / SLOWER, held_out)
+
+    print(f"One head learns a look-up: each query is one of {T} words, blurred, and must put its weight on")
+    print(f"that word to fetch the word's value. d_k = {d_k}. Both heads start from the same W_Q and W_K and")
+    print(f"take {STEPS} steps of W <- W - lr dL/dW, lr = {lr:g}, on the same batches ({STEPS * SENTENCES * T:,} "
+          "queries).")
+    print(f"\n{'':44}{'unscaled Q K^T':>16}{'scaled Q K^T / sqrt(d_k)':>28}")
+    row(f"At the start, on {HELD_OUT * T:,} held-out queries:")
+    for label, key, form in (("largest weight (mean)", "largest", "{:.3f}"),
+                             (f"queries whose word gets under {UNTOUCHED:g}", "untouched", "{:.0%}"),
+                             ("right word found (largest weight)", "found", "{:.0%}"), ("loss", "loss", "{:.2f}")):
+        row("  " + label, form.format(un["before"][key]), form.format(sc["before"][key]))
+    for k, W in enumerate(("W_Q", "W_K")):
+        row(f"Step 1: the gradient reaching {W}, |dL/d{W}|", f"{un['grads'][0][k]:.1f}", f"{sc['grads'][0][k]:.1f}")
+    one_hot = starts_one_hot(un, sc)
+    check("without scaling the softmax starts nearly one-hot", "Verdict: big spread makes softmax nearly one-hot "
+          f"(largest weight above {ONE_HOT:g})\n  without the scaling, not with it: {said(one_hot)}",
+          one_hot, value=f"unscaled {un['before']['largest']:.3f}, scaled {sc['before']['largest']:.3f}",
+          threshold=f"mean largest weight: unscaled above {ONE_HOT:g}, scaled {ONE_HOT:g} or less")
+    ratio = un["grads"][0][0] / sc["grads"][0][0]
+    print(f"At step 1 the gradient reaching W_Q is {readable(ratio, 1)} times the scaled head's: "
+          f"{'larger, not close to zero' if ratio > 1 else 'smaller'}.")
+    print(f"  (an unscaled score moves sqrt(d_k) = {math.sqrt(d_k):.0f} times as far when W_Q moves; but "
+          f"{un['before']['untouched']:.0%} of the\n   queries give their own word under {UNTOUCHED:g} of "
+          "their weight, and can hardly push it up)")
+
+    row(f"\nLate in training (steps {STEPS - LATE + 1} to {STEPS}), the gradient's median size / at step 1:")
+    for k, W in enumerate(("W_Q", "W_K")):
+        row(f"  reaching {W}", quiet_band(late_shares(un)[k]), quiet_band(late_shares(sc)[k]))
+    quiet = goes_quiet(un, sc)
+    check("without scaling the gradients then go close to zero", "Verdict: then the gradients are close to zero "
+          f"(below {QUIET:g} of their size at step 1)\n  without the scaling, not with it: {said(quiet)}", quiet,
+          value=f"unscaled {max(late_shares(un)):.2g}, scaled {min(late_shares(sc)):.2g}",
+          threshold=f"late median / step 1: unscaled below {QUIET:g}, scaled {QUIET:g} or more")
+
+    row(f"\nAfter {STEPS} steps, on the held-out queries:")
+    row("  loss, as a share of its start", loss_band(loss_left(un)), loss_band(loss_left(sc)))
+    row("  right word found", found_band(un["after"]["found"]), found_band(sc["after"]["found"]))
+    stalled = stalls(un, sc)
+    check("without scaling learning stalls", "Verdict: at the rate that trains the scaled head (loss below "
+          f"{TRAINED:g} of its start), the\n  unscaled head's loss barely moves (above {STALLED:g} of its start), "
+          f"so learning stalls: {said(stalled)}", stalled,
+          value=f"unscaled {loss_left(un):.2f}, scaled {loss_left(sc):.3f}",
+          threshold=f"held-out loss after / before: unscaled above {STALLED:g}, scaled below {TRAINED:g}")
+
+    learns, slower = loss_left(slow) < STALLED, slow["after"]["loss"] > sc["after"]["loss"]
+    check("a smaller rate lets the unscaled head learn, more slowly",
+          f"With a {SLOWER} times smaller rate ({lr / SLOWER:g}) the unscaled head's loss ends "
+          f"{'below' if learns else 'above'} {STALLED:g} of its start\n  ({'it learns' if learns else 'it stalls too'})"
+          f", {'above' if slower else 'below'} the scaled head's at {lr:g} "
+          f"({'more slowly' if slower else 'as fast or faster'}): how much it stalls depends on the rate.",
+          None, value=f"{loss_left(slow):.2f} of its start; {slow['after']['loss']:.2f} against "
+          f"{sc['after']['loss']:.2f}", threshold=f"held-out loss after / before below {STALLED:g}; after above "
+          "the scaled head's")
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, wording
+
+def row(label, unscaled="", scaled=""):
+    print(f"{label:44}{unscaled:>16}{scaled:>28}".rstrip())
+
+
+def quiet_band(share):
+    return f"below {QUIET:g}" if share < QUIET else f"{QUIET:g} or more"
+
+
+def loss_band(share):
+    if share < TRAINED:
+        return f"below {TRAINED:g}"
+    return f"above {STALLED:g}" if share > STALLED else f"{TRAINED:g} to {STALLED:g}"
+
+
+def found_band(share):
+    return "below 50%" if share < 0.5 else "above 90%" if share > 0.9 else "50% to 90%"
+
+
+DESCRIPTION = ("One attention head trained with and without 1/sqrt(d_k): how one-hot its softmax starts, its "
+               "gradients, and whether it learns (Week 1, section 4).")
+KNOBS = [knob("--d-k", type=int_range(16, 1024), default=1024, help="d_k, the width of the queries and keys"),
+         knob("--lr", type=float_range(0.01, 2.0), default=LR,
+              help=f"the learning rate of both heads (the extra unscaled run takes it / {SLOWER})"),
+         knob("--seed", type=SEED, default=42, help="torch generator seed of the starting weights and the batches")]
+TRY_IT = [("--lr 0.1", "both heads at a 10 times smaller rate: the unscaled one learns too, slowly, and the stall "
+           "verdict turns"),
+          ("--d-k 64", "a narrower head: the unscaled softmax starts under 0.9 (that verdict turns), yet at this "
+           "rate its gradients still go quiet"),
+          ("--seed 7", "other starting weights and batches: the same picture")]
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
+
+
+if __name__ == "__main__":
+    run(main)
