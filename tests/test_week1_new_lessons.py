@@ -330,3 +330,32 @@ def test_a_wrong_ffn_formula_flips_the_about_twice_line(monkeypatch, capsys):
 def test_about_twice_is_not_tested_away_from_the_papers_shape(monkeypatch, capsys):
     assert week1_04_outcomes(monkeypatch, "--d-ff", "1024")["the FFN holds about twice attention's numbers"] == \
         "not tested here"
+
+
+# ---------------------------------------------------------------- week1/07: the snippet's comments, measured
+
+def week1_07_outcomes(*argv, norm=None):
+    """The records of week1/07's shortcuts-and-norms lines; norm: a stand-in for LN1."""
+    from common.records import collected
+
+    module = load_script("week1/07_eli5_one_block")
+    x, block, _ = module.build(4, 1, 16, 42)
+    if norm is not None:
+        block.norm1 = norm
+    with torch.no_grad(), collected() as got:
+        module.shortcuts_and_norms(block, x, module.stages(block, x))
+    return {r["name"]: r["outcome"] for r in got}
+
+
+def test_the_snippets_comments_hold_in_the_block(capsys):
+    outcomes = week1_07_outcomes()
+    assert outcomes["the residual add needs matching widths"] == "upholds the page"
+    assert outcomes["LayerNorm steadies the values"] == "upholds the page"
+
+
+def test_a_norm_that_does_not_normalize_flips_the_steady_line(capsys):
+    assert week1_07_outcomes(norm=torch.nn.Identity())["LayerNorm steadies the values"] == "contradicts the page"
+
+
+def test_the_steady_threshold_is_one_percent():
+    assert load_script("week1/07_eli5_one_block").STEADY == 0.01

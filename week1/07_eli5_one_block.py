@@ -30,6 +30,7 @@ import torch.nn as nn
 
 WORDS = ["the", "cat", "sat"]
 WRITTEN = 16  # the live window writes every number of a grid at most this wide in its cell
+STEADY = 0.01  # LayerNorm is steady if its output moves by under 1% of what its input moved
 
 
 class CausalSelfAttention(nn.Module):
@@ -179,6 +180,36 @@ def lesson(args):
           threshold=f"= {formula:,}, and torch's layer the same")
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
           "original paper = post-norm (after each residual addition)")
+
+    with torch.no_grad():
+        shortcuts_and_norms(block, x, grids)
+
+
+def shortcuts_and_norms(block, x, grids):
+    """The snippet's comments, measured: the "+ x" keeps the original; the two things added
+    must have one shape; LayerNorm steadies the values before each sublayer."""
+    added = grids["attention(LN1(x))"] + grids["FFN folded back"]  # all the two sublayers contributed
+    kept = (grids["x + FFN = block output"] - added - x).abs().max().item()
+    print("the \"+ x\" shortcuts: block output - what the two sublayers added = x itself, to rounding:")
+    print(f"max |block(x) - attention part - FFN part - x|={kept:.8f}")
+    cancelled = x + (-x)  # a sublayer that has learned F(x) = -x (week2/15 measures the gradient through one)
+    print(f"  \"never lost\" holds while the sublayers let it: one that outputs F(x) = -x leaves x + F(x) = "
+          f"{vec(cancelled[0, -1], 2)} for 'sat'")
+    try:
+        x + grids["FFN widened"]  # [1, 3, d] + [1, 3, f]
+        widened = grids["FFN widened"].shape[-1] != x.shape[-1]  # (with f = d there is nothing to refuse)
+        check("the residual add needs matching widths", f"  x [{grid(x)}] + FFN widened [{grid(grids['FFN widened'])}]"
+              ": torch adds them", False if widened else None, value="added", threshold="torch refuses unequal widths")
+    except RuntimeError as error:
+        check("the residual add needs matching widths", f"the two things added must have one shape: x [{grid(x)}] + "
+              f"FFN widened [{grid(grids['FFN widened'])}]:\n  torch refuses ({str(error).split(' at ')[0]}); "
+              "so the FFN folds back to d", True, value="refused", threshold="torch refuses unequal widths")
+    moved_in = (10 * x + 3 - x).abs().max().item()  # the input scaled by 10 and shifted by 3
+    moved_out = (block.norm1(10 * x + 3) - block.norm1(x)).abs().max().item()
+    check("LayerNorm steadies the values", f"LN1 steadies the values: x scaled by 10 and shifted by 3 moves by "
+          f"{moved_in:.2f}; LN1's output by {moved_out:.4f} (eps = 1e-5 is all that tells them apart)",
+          moved_out < STEADY * moved_in, value=moved_out / moved_in,
+          threshold=f"the output moves by less than {STEADY:.0%} of the input's move")
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, live window
