@@ -80,13 +80,14 @@ def lesson(args):
     omega = 10000.0 ** (-2 * np.arange(2) / 4)
     print(f"the page's hand-check, d=4 (whatever --d-model is): omega={vec(omega)}; PE(0)={vec(small[0])}; "
           f"PE(1)={vec(small[1])}")
+    print(f"  their squared lengths: {(small[0] ** 2).sum():.4f} and {(small[1] ** 2).sum():.4f} = d/2 (here 2)")
 
     check("every entry lies in [-1, 1]", f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "
           f"(min {pe.min():.4f}, max {pe.max():.4f})", (np.abs(pe) <= 1).all(), value=np.abs(pe).max(),
           threshold="every |entry| at most 1")
     sq_len = (pe ** 2).sum(axis=1)  # [max_len]
-    check("the squared length of every tag is d/2", f"squared length of every PE(p): {sq_len.min():.6f}.."
-          f"{sq_len.max():.6f} = d/2 = {d / 2:g}", np.abs(sq_len - d / 2).max() < 1e-9,
+    check("the squared length of every tag is d/2", f"squared length of every PE(p) in the d={d} table: "
+          f"{sq_len.min():.6f}..{sq_len.max():.6f} = d/2 = {d / 2:g}", np.abs(sq_len - d / 2).max() < 1e-9,
           value=np.abs(sq_len - d / 2).max(), threshold=f"every one within 1e-9 of d/2 = {d / 2:g}")
 
     print("R(k) below turns each (sin, cos) pair by the angle k w_i; it is built from k alone:")
