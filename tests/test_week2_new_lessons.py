@@ -190,3 +190,29 @@ def test_train_and_evaluation_lines_flip_for_a_norm_that_behaves_otherwise(monke
     assert outcomes["BatchNorm in evaluation uses its running statistics"] == "contradicts the page"
     assert outcomes["LayerNorm is the same computation in training and evaluation"] == "upholds the page"
     assert module.SAME == 1e-12
+
+
+# week2/03: the clock's hands tell every position apart
+
+def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(monkeypatch, capsys):
+    """Hands that come round every 5 positions give positions 0 and 5 one tag: the line says so."""
+    import numpy as np
+
+    from common.records import collected
+
+    module = load_script("week2/03_sinusoidal_pe")
+    real = module.sinusoidal_pe
+    monkeypatch.setattr(sys, "argv", ["03_sinusoidal_pe.py"])
+    with collected() as got:
+        module.main()
+    assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "upholds the page"
+
+    def periodic(max_len, d):
+        p = np.arange(max_len)[:, None] * 2 * np.pi / 5  # every pair turns once in 5 steps
+        return np.repeat(np.stack([np.sin(p[:, 0]), np.cos(p[:, 0])], axis=1), d // 2, axis=1)
+
+    monkeypatch.setattr(module, "sinusoidal_pe", lambda max_len, d: periodic(max_len, d) if max_len > 2 else
+                        real(max_len, d))
+    with collected() as got:
+        module.main()
+    assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "contradicts the page"

@@ -98,6 +98,12 @@ def lesson(args):
     # Zero up to float rounding for every p: "k steps later" is the same linear map
     # (a rotation of each sin/cos pair) wherever you are in the sentence.
 
+    # The clock: its hands together tell every position apart (no two tags alike).
+    distinct = len(np.unique(np.round(pe, 9), axis=0))
+    check("every position gets a tag of its own", f"the hands together tell the positions apart: the {max_len} tags "
+          f"are {distinct} different ones (to 9 decimals)", distinct == max_len, value=distinct,
+          threshold=f"= {max_len}, one per position")
+
 
 # ---------------------------------------------------------------- optional: knobs, Try it, live window
 
