@@ -216,3 +216,34 @@ def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(mon
     with collected() as got:
         module.main()
     assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "contradicts the page"
+
+
+# week2/05: label smoothing and over-confidence, trained
+
+def smoothing_outcome(monkeypatch, *argv, **replace):
+    from common.records import collected
+
+    module = load_script("week2/05_label_smoothing")
+    for name, value in replace.items():
+        monkeypatch.setattr(module, name, value)
+    monkeypatch.setattr(sys, "argv", ["05_label_smoothing.py", *argv])
+    with collected() as got:
+        module.main()
+    return {r["name"]: r["outcome"] for r in got}["label smoothing stops the model from becoming over-confident"]
+
+
+def test_smoothing_keeps_the_trained_model_from_over_confidence(monkeypatch, capsys):
+    assert smoothing_outcome(monkeypatch) == "upholds the page"
+    assert smoothing_outcome(monkeypatch, "--epsilon", "0") == "not tested here"  # nothing smoothed: no contrast
+
+
+def test_a_smoothing_that_does_nothing_flips_the_over_confidence_verdict(monkeypatch, capsys):
+    module = load_script("week2/05_label_smoothing")
+    real = module.train_classifier
+    assert smoothing_outcome(monkeypatch, train_classifier=lambda epsilon, seed: real(0.0, seed)) == \
+        "contradicts the page"
+
+
+def test_the_over_confidence_thresholds():
+    module = load_script("week2/05_label_smoothing")
+    assert (module.SURE, module.NEAR, module.RIGHT) == (0.95, 0.01, 0.95)

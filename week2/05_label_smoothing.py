@@ -19,14 +19,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import float_range, int_range, knob, lesson_args
+from common.cli import SEED, float_range, int_range, knob, lesson_args
 from common.live import Blit, View, add_slider, allowed, show
 from common.printing import vec
-from common.records import check
+from common.records import check, said
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+SURE = 0.95  # a mean largest probability above this is over-confident: beyond a smoothed target's 0.925 at epsilon 0.1
+NEAR = 0.01  # a smoothed model's confidence is held to its target's gold share plus this
+RIGHT = 0.95  # both classifiers must get this share right: smoothing must not cost the answers
 
 
 def smoothed_target(V, gold, epsilon):
@@ -89,6 +93,53 @@ def lesson(args):
           other_gap > 1e-6 if epsilon > 0 else None, value=other_gap, threshold="relative gap above 1e-6 (epsilon > 0)")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
 
+    over_confidence(epsilon, args.seed)
+
+
+def train_classifier(epsilon, seed, steps=300, n_words=4, d=8, batch=64, lr=0.1):
+    """A linear classifier (scores x W + b) trained by plain gradient descent on torch's
+    label-smoothed cross-entropy, for points scattered around one centre per class. Returns
+    its mean largest probability and its share right on 1,000 fresh points."""
+    g = torch.Generator().manual_seed(seed)
+    centres = 3 * torch.randn(n_words, d, generator=g, dtype=torch.float64)  # [n_words, d]
+    W = torch.zeros(d, n_words, dtype=torch.float64, requires_grad=True)
+    b = torch.zeros(n_words, dtype=torch.float64, requires_grad=True)
+
+    def points(n):
+        y = torch.randint(0, n_words, (n,), generator=g)
+        return centres[y] + torch.randn(n, d, generator=g, dtype=torch.float64), y  # [n, d], [n]
+
+    for _ in range(steps):
+        x, y = points(batch)
+        loss = F.cross_entropy(x @ W + b, y, label_smoothing=epsilon)
+        W.grad = b.grad = None
+        loss.backward()
+        with torch.no_grad():
+            W -= lr * W.grad
+            b -= lr * b.grad
+    with torch.no_grad():
+        x, y = points(1000)
+        p = torch.softmax(x @ W + b, dim=-1)  # [1000, n_words]
+    return p.max(-1).values.mean().item(), (p.argmax(-1) == y).double().mean().item()
+
+
+def over_confidence(epsilon, seed):
+    """The page's "it stops the model from becoming over-confident", trained: the same small
+    classifier with the run's epsilon and without smoothing."""
+    (sure, right), (plain, plain_right) = train_classifier(epsilon, seed), train_classifier(0.0, seed)
+    cap = 1 - epsilon + epsilon / 4  # the smoothed target's gold share: the most a well-fit model says
+    print(f"trained: a small classifier, 4 classes, 300 steps, with epsilon={epsilon:g} and without smoothing; "
+          "on 1,000 new points:")
+    print(f"  mean largest probability: {'at most' if sure <= cap + NEAR else 'above'} {cap + NEAR:.3f} with "
+          f"smoothing (its target gives the gold {cap:.3f}); {'above' if plain > SURE else 'at most'} {SURE:g} without")
+    print(f"  right: {'above' if min(right, plain_right) > RIGHT else 'not all above'} {RIGHT:.0%} both ways")
+    holds = epsilon > 0 and sure <= cap + NEAR and plain > SURE and min(right, plain_right) > RIGHT
+    check("label smoothing stops the model from becoming over-confident", f"Verdict: smoothing keeps the model's "
+          f"confidence near its target's {cap:.3f}, without it the model goes above {SURE:g}, both right: "
+          f"{said(holds if epsilon > 0 else None)}", holds if epsilon > 0 else None,
+          value=f"{sure:.3f} smoothed, {plain:.3f} plain", threshold=f"smoothed at most the target + {NEAR:g}; "
+          f"plain above {SURE:g}; both right above {RIGHT:.0%}")
+
 
 # ---------------------------------------------------------------- optional: knobs, Try it, live window
 
@@ -143,7 +194,8 @@ KNOBS = [knob("--logits", type=float_range(-1e30, 1e30), nargs="+", default=[0.6
               help="model scores z, one per vocabulary word"),
          knob("--gold", type=int_range(0, 999), default=2,
               help="index of the right word, from 0 (below the number of --logits)"),
-         knob("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing")]
+         knob("--epsilon", type=float_range(0.0, 1.0), default=0.1, help="epsilon, the smoothing"),
+         knob("--seed", type=SEED, default=0, help="seed of the small classifier trained with and without smoothing")]
 LIVE = "an epsilon slider: the smoothed target, and the loss by hand beside torch's"
 TRY_IT = [("--epsilon 0", "no smoothing: the loss is plain cross-entropy"),
           ("--epsilon 0.3", "more smoothing: the gold word's target drops to 0.775"),
