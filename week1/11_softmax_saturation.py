@@ -13,7 +13,7 @@ For each width d_k and both kinds of score, two measurements over every row of A
   - the gradient of the softmax: the size (Frobenius norm) of the Jacobian d A_row /
     d scores_row, by torch autograd, one backward pass per key. In training, every gradient
     on its way from the loss back to the scores, and through them to W_Q and W_K, is
-    multiplied by this Jacobian; one-hot rows make it 0, and learning stalls.
+    multiplied by this Jacobian; one-hot rows make it 0 (week1/17 trains a head to see what follows).
 
 Prints, for each width, both measurements unscaled and scaled, then a verdict on each claim;
 saves a figure. Setup (choices; the page gives no sizes): 256 random sentences of 16 words,
@@ -102,7 +102,13 @@ def lesson(args):
     print("   softmax's slope, written |d softmax / d scores|)")
     print(f"  (all {T} weights equal: largest weight 1/T = {1 / T:.4f}, gradient sqrt(T-1)/T = "
           f"{math.sqrt(T - 1) / T:.4f};")
-    print("   one-hot: largest weight 1, gradient 0, and learning stalls)")
+    two = torch.zeros(T, dtype=torch.float64)
+    two[:2] = 0.5  # two equal weights, the rest 0
+    print(f"   one-hot: largest weight 1, gradient 0; two equal weights, the rest 0: gradient "
+          f"{(torch.diag(two) - torch.outer(two, two)).norm().item():.4f}, the softmax's slope diag(p) - p p^T)")
+    print("  (so the slope is largest between even and one-hot: a row a little sharper than even, as the")
+    print("   unscaled ones are at small d_k, slopes more than an even row; only near one-hot does it fade.")
+    print("   Whether learning then stalls is trained, not assumed, in week1/17_unscaled_scores_stall.py)")
 
     wide = widths[-1]
     w, g = results["unscaled"][-1]
