@@ -105,7 +105,7 @@ def lesson(args):
     two = torch.zeros(T, dtype=torch.float64)
     two[:2] = 0.5  # two equal weights, the rest 0
     print(f"   one-hot: largest weight 1, gradient 0; two equal weights, the rest 0: gradient "
-          f"{(torch.diag(two) - torch.outer(two, two)).norm().item():.4f}, the softmax's slope diag(p) - p p^T)")
+          f"{(torch.diag(two) - torch.outer(two, two)).norm().item():.4f})")
     print("  (so the slope is largest between even and one-hot: a row a little sharper than even, as the")
     print("   unscaled ones are at small d_k, slopes more than an even row; only near one-hot does it fade.")
     print("   Whether learning then stalls is trained, not assumed, in week1/17_unscaled_scores_stall.py)")
