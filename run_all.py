@@ -235,25 +235,25 @@ def check_refusals(name, expected_checks, records, root=ROOT):
     where = checks_path(name, root).relative_to(root).as_posix()
     for r in records:
         if r["name"] in made:
-            reasons.append(f"the check {r['name']!r} is recorded twice: each check needs a name of its own")
+            reasons.append(f"the check \"{r['name']}\" is recorded twice: each check needs a name of its own")
         made[r["name"]] = r
     for check_name, r in made.items():
         measured = "" if r.get("value") is None else f"measured {shown_value(r['value'])}, "
         threshold = r.get("threshold") or "-"
         if r["outcome"] == CONTRADICTS:
-            reasons.append(f"the check {check_name!r} does not uphold the page ({measured}judged by: {threshold})")
+            reasons.append(f"the check \"{check_name}\" does not uphold the page ({measured}judged by: {threshold})")
         if check_name not in golden or r["outcome"] == RETIRED:
             continue
         was_threshold, was = golden[check_name]
         if threshold != was_threshold:
-            reasons.append(f"the check {check_name!r} is now judged by {threshold!r}, not {was_threshold!r}: a "
+            reasons.append(f"the check \"{check_name}\" is now judged by {threshold!r}, not {was_threshold!r}: a "
                            f"threshold is part of the claim (to change one on purpose, edit its line in {where} "
                            "by hand, so the change is reviewed)")
         if was == UPHOLDS and r["outcome"] == NOT_TESTED:
-            reasons.append(f"the check {check_name!r} is no longer tested ({measured}judged by: {threshold})")
+            reasons.append(f"the check \"{check_name}\" is no longer tested ({measured}judged by: {threshold})")
     for check_name in golden:
         if check_name not in made:
-            reasons.append(f"the check {check_name!r} is gone: a check is retired only on purpose, in the lesson, "
+            reasons.append(f"the check \"{check_name}\" is gone: a check is retired only on purpose, in the lesson, "
                            "with common.records.retire(name, why)")
     return reasons
 

@@ -128,3 +128,34 @@ def test_a_planted_mistake_fails_the_check_and_leaves_every_tracked_file_alone(t
     assert run_all.main(["--update", name], root=tmp_path, out=update) == 1
     assert f"NOT UPDATED {name}" in update.getvalue()
     assert git("status", "--porcelain") == f" M {name}.py\n"
+
+
+PLANTED = {
+    # lesson: (the line as written, the same line with a mistake, the check --update names)
+    "week1/15_context_decides": ("Q @ K.transpose(-1, -2) / math.sqrt(d_k) + key_mask",
+                                 "Q @ K.transpose(-1, -2) + key_mask",
+                                 'the check "attention by hand is torch\'s" does not uphold the page'),
+    "week1/04_encoder_parameter_count": ("mha = 4 * d * d + 4 * d", "mha = 3 * d * d + 4 * d",
+                                         'the check "the formula counts torch\'s encoder layer" does not uphold'),
+}
+
+
+@pytest.mark.parametrize("name", PLANTED)
+def test_update_refuses_a_planted_mistake_by_the_name_of_its_check(tmp_path, name):
+    """A copy of the repo with one mistake a learner could make: --update writes nothing and
+    names the check that no longer upholds the page (records, not the printed words)."""
+    shutil.copytree(run_all.ROOT / "common", tmp_path / "common")
+    right, wrong, says = PLANTED[name]
+    source = (run_all.ROOT / f"{name}.py").read_text(encoding="utf-8")
+    assert source.count(right) == 1, f"{name} no longer contains {right!r}: update PLANTED"
+    (tmp_path / f"{name}.py").parent.mkdir(parents=True)
+    (tmp_path / f"{name}.py").write_text(source.replace(right, wrong), encoding="utf-8")
+    for golden in (run_all.golden_path(name), run_all.checks_path(name)):
+        target = tmp_path / golden.relative_to(run_all.ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(golden, target)
+    before = run_all.checks_path(name, tmp_path).read_text(encoding="utf-8")
+    out = io.StringIO()
+    assert run_all.main(["--update", name], root=tmp_path, out=out) == 1
+    assert f"NOT UPDATED {name}" in out.getvalue() and says in out.getvalue(), out.getvalue()
+    assert run_all.checks_path(name, tmp_path).read_text(encoding="utf-8") == before

@@ -425,16 +425,16 @@ def test_the_golden_checks_list_each_check_by_name_threshold_and_outcome(repo):
 
 @pytest.mark.parametrize(("change", "says"), [
     # a count that falls below its threshold, worded as before
-    (("96 >= 90, value=96", "87 >= 90, value=87"), "the check 'held-out right' does not uphold the page (measured 87"),
+    (("96 >= 90, value=96", "87 >= 90, value=87"), 'the check "held-out right" does not uphold the page (measured 87'),
     # an answer that flips together with its wording
-    (("'every row sums to 1: yes', True", "'rows sum to 1: no', False"), "'rows sum to 1' does not uphold"),
+    (("'every row sums to 1: yes', True", "'rows sum to 1: no', False"), '"rows sum to 1" does not uphold'),
     # a lowered threshold
     (("threshold='at least 90 of 96'", "threshold='at least 50 of 96'"), "is now judged by 'at least 50 of 96'"),
     # a deleted check
     (("check('rows sum to 1', 'every row sums to 1: yes', True, value=1.0, threshold='within 1e-6')\n", "print()\n"),
-     "the check 'rows sum to 1' is gone"),
+     'the check "rows sum to 1" is gone'),
     # a check no longer tested
-    (("96 >= 90, value=96", "None, value=96"), "'held-out right' is no longer tested"),
+    (("96 >= 90, value=96", "None, value=96"), '"held-out right" is no longer tested'),
 ])
 def test_update_refuses_a_check_that_changed_by_name(repo, change, says):
     name = lesson_with_checks(repo, TWO_CHECKS, TWO_CHECKS.replace(*change))

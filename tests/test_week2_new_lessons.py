@@ -196,9 +196,9 @@ def test_train_and_evaluation_lines_flip_for_a_norm_that_behaves_otherwise(monke
 
 def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(monkeypatch, capsys):
     """Hands that come round every 5 positions give positions 0 and 5 one tag: the line says so."""
-    import numpy as np
-
     from common.records import collected
+
+    import numpy as np
 
     module = load_script("week2/03_sinusoidal_pe")
     real = module.sinusoidal_pe
