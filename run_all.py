@@ -373,9 +373,12 @@ def serve():
     children, pending, reading = {}, b"", True
 
     def stop(*_):  # SIGTERM (run_all was stopped): end every child, then the server
-        for pid in children:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+        for pid in list(children):  # (the loop below may be reaping one right now)
+            try:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+            except (ProcessLookupError, ChildProcessError):  # already ended and reaped
+                pass
         os._exit(0)
 
     signal.signal(signal.SIGTERM, stop)

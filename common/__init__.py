@@ -7,22 +7,7 @@ it must be in place before those imports: a missing numpy, torch or matplotlib b
 line that says how to set up, instead of a traceback (sys.excepthook). Everything else a
 lesson's run needs is done by run(main), the last line of every lesson.
 """
-import os
-import signal
 import sys
-from pathlib import Path
-
-REPO_ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = {"numpy", "torch", "matplotlib"}
-# Set by run_all.py to its folder under build/: a default run writes its figure there,
-# not over the committed copy (common/figures.py).
-OUTPUT_ROOT = "LESSONS_OUTPUT_ROOT"
-
-
-def venv_python():
-    """The lessons' environment's interpreter, as `make check` creates it."""
-    windows = REPO_ROOT / ".venv" / "Scripts" / "python.exe"
-    return windows if windows.exists() else REPO_ROOT / ".venv" / "bin" / "python"
 
 
 def _quiet_hook(kind, error, traceback):
@@ -43,7 +28,25 @@ def _quiet_hook(kind, error, traceback):
     print(f"{script}: this Python ({sys.executable}) has no {name}; {how}", file=sys.stderr)
 
 
-sys.excepthook = _quiet_hook
+sys.excepthook = _quiet_hook  # first of all: a Ctrl-C from here on says one word
+
+import os  # noqa: E402
+import signal  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = {"numpy", "torch", "matplotlib"}
+# Set by run_all.py to its folder under build/: a default run writes its figure there,
+# not over the committed copy (common/figures.py).
+OUTPUT_ROOT = "LESSONS_OUTPUT_ROOT"
+
+
+def venv_python():
+    """The lessons' environment's interpreter, as `make check` creates it."""
+    windows = REPO_ROOT / ".venv" / "Scripts" / "python.exe"
+    return windows if windows.exists() else REPO_ROOT / ".venv" / "bin" / "python"
+
+
 
 
 def run(main):
