@@ -16,8 +16,9 @@ week1/15, week1/16 and week2/12 (which therefore print only what every trajector
 in: bands, verdicts, converged counts). Every other printed line, and every check's
 outcome, must stay byte for byte the same; this module holds each script to exactly that.
 One thread is run as a learner runs a lesson: a fresh interpreter per script, started in
-the check's folder, not the script's (so `python weekN/NN_name.py` itself is tested, not
-only the fork).
+a folder of its own, not the script's (so `python weekN/NN_name.py` itself is tested, not
+only the fork). Each setting's runs write their figures in their own folder, away from the
+check's.
 """
 import io
 import shutil
@@ -26,7 +27,8 @@ import subprocess
 import pytest
 
 import run_all
-from tests.conftest import SCRIPTS, lesson_run
+from common import OUTPUT_ROOT
+from tests.conftest import SCRATCH, SCRIPTS, lesson_run
 
 OTHER_CPUS = {
     "torch's plain kernels": {"ATEN_CPU_CAPABILITY": "default"},
@@ -34,8 +36,20 @@ OTHER_CPUS = {
     "an AVX2 CPU": {"MKL_CBWR": "AVX2", "ATEN_CPU_CAPABILITY": "default"},
 }
 ONE_THREAD = {"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-RUNS = {(setting, name): lesson_run(name, setting=OTHER_CPUS[setting]) for setting in OTHER_CPUS for name in SCRIPTS}
-RUNS.update({("one thread, a fresh interpreter", name): lesson_run(name, setting=ONE_THREAD, fresh=True)
+
+
+def away(setting):
+    """A folder of its own for a setting's runs (cwd and output root alike, so each `saved
+    ...` line reads as in the check): their figures never race the check's own."""
+    folder = SCRATCH / "settings" / "".join(c if c.isalnum() else "_" for c in setting)
+    folder.mkdir(parents=True, exist_ok=True)
+    return {"cwd": folder, "env": {OUTPUT_ROOT: str(folder)}}
+
+
+RUNS = {(setting, name): lesson_run(name, setting=OTHER_CPUS[setting], **away(setting))
+        for setting in OTHER_CPUS for name in SCRIPTS}
+RUNS.update({("one thread, a fresh interpreter", name): lesson_run(name, setting=ONE_THREAD, fresh=True,
+                                                                  **away("one thread"))
              for name in SCRIPTS})
 
 
