@@ -28,7 +28,9 @@ import pytest
 import run_all
 from tests.conftest import SCRATCH, SCRIPTS, lesson_run, load_script
 
-LIVE = [name for name, path in SCRIPTS.items() if "add_live(" in path.read_text(encoding="utf-8")]
+# a lesson with a window: its own parser's add_live(...), or common.cli.lesson_args(..., live=...)
+LIVE = [name for name, path in SCRIPTS.items() if re.search(r"add_live\(|lesson_args\(.*live=", path.read_text(
+    encoding="utf-8"))]
 TRAININGS = [name for name in LIVE if "TrainingWindow(" in SCRIPTS[name].read_text(encoding="utf-8")]
 SLIDERS = [name for name in LIVE if name not in TRAININGS]  # windows with widgets
 
@@ -67,13 +69,14 @@ def run_live(name, *argv):
     module.need_window = lambda parser: None
     module.show = lambda build, *args: handed.append((build, args))
     module.TrainingWindow = Watched
-    saved = sys.argv, os.environ.get(OUTPUT_ROOT)
+    saved = sys.argv, os.environ.get(OUTPUT_ROOT), live.need_window
     sys.argv, os.environ[OUTPUT_ROOT] = [str(SCRIPTS[name]), *argv, "--live"], str(SCRATCH / "live_runs")
+    live.need_window = lambda parser: None  # where common.cli.lesson_args looks for it
     try:
         with contextlib.redirect_stdout(io.StringIO()) as out:
             module.main()
     finally:
-        sys.argv = saved[0]
+        sys.argv, live.need_window = saved[0], saved[2]
         if saved[1] is None:
             del os.environ[OUTPUT_ROOT]
         else:
