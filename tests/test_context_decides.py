@@ -159,6 +159,7 @@ def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
 
 
 def test_adam_step_is_torch_optim_adam(cd):
+    # week1/NOTES.md, section 15: the Adam written out, held to torch's
     torch.manual_seed(0)
     mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
     theirs = [p.clone().requires_grad_() for p in mine]
@@ -189,6 +190,7 @@ def test_the_answer_is_the_word_pointing_the_same_way(cd):
 def test_the_answer_has_no_road_but_layer_2s_weights(cd, trained):
     """What the run says of its picture: the scores are SHARPNESS x (sum_j alpha_j u_j) . u_w,
     so given the sentence's words, "it"'s layer-2 weights alone decide the answer."""
+    # week1/NOTES.md, section 15: why layer 2 is a fetch
     model, _ = trained
     tokens = cd.make_data(42, 1)[2]
     with torch.no_grad():
@@ -269,6 +271,7 @@ def test_training_on_the_held_out_sentences_turns_the_check(cd, monkeypatch, tmp
     """Trained on all 768 sentences, held-out ones included: the answer counts do not change
     (the split cannot show where a noun stands), but the count of held-out sentences in the
     batches does, and with it the verdict, at the defaults."""
+    # week1/NOTES.md, section 15: what the split can and cannot show
     monkeypatch.setattr(cd, "make_data", train_on_everything(cd))
     out, records = run_main(cd, "--figure", str(tmp_path / "f.png"))
     leaked = records["no held-out sentence is trained on"]
@@ -308,6 +311,7 @@ def test_a_hidden_adjective_changes_nothing_it_could_know(cd):
 # ---------------------------------------------------------------- the verdict's wording
 
 def test_leaning_needs_two_thirds(cd):
+    # week1/NOTES.md, section 15: the threshold LEANS at its edges
     words = cd.sentence_words("chicken", "road", "tired")
     clear = [0.0] * cd.T
     clear[cd.ANIMAL_AT] = 0.97
@@ -331,12 +335,14 @@ def test_leaning_needs_two_thirds(cd):
 # ---------------------------------------------------------------- the trained model
 
 def test_held_out_sentences_are_answered_by_looking_at_the_noun(cd, trained):
+    # week1/NOTES.md, section 15: the margins (4.92 to 5.75, 0.80 to 0.97 over seeds)
     _, final = trained
     assert final["right"].all() and final["looks"].all()
     assert final["score_margin"].min().item() > 1 and final["look_margin"].min().item() > 0.5
 
 
 def test_the_page_sentence_turns_with_its_adjective(cd, trained):
+    # week1/NOTES.md, section 15: the page's sentence with each adjective
     model, _ = trained
     for adjective, noun in (("tired", "chicken"), ("wide", "road"), ("scared", "chicken"), ("busy", "road")):
         words = cd.sentence_words("chicken", "road", adjective)
@@ -382,6 +388,7 @@ def test_each_kind_is_counted_at_its_own_noun(cd, trained):
 def test_the_verdicts_thresholds_are_pinned_on_both_sides(cd):
     """90% of the answers right (87/96 is enough, 86/96 is not), 90% of each kind looking at
     the noun (44/48, not 43/48), no held-out sentence trained on, both page lines."""
+    # week1/NOTES.md, section 15: ACCURATE and LOOKS at their edges
     good = {"animal": (44, 48), "place": (44, 48)}
     assert cd.reasons(0, 87, 96, good, [True, True]) == []
     assert cd.reasons(0, 86, 96, good, [True, True]) == ["fewer than 90% of the held-out answers right"]
@@ -413,6 +420,7 @@ def test_default_verdict_is_the_pages(runs):
 
 @pytest.mark.reads(HIDDEN)
 def test_a_hidden_adjective_turns_the_verdicts(runs):
+    # week1/NOTES.md, section 15: --hide-adjective, 48/96 in every seed
     out = runs[HIDDEN].stdout
     lines = out.splitlines()
     assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
@@ -431,6 +439,7 @@ def test_a_hidden_adjective_turns_the_verdicts(runs):
 
 @pytest.mark.reads(RANDOM)
 def test_answers_without_a_hint_turn_the_verdicts(runs):
+    # week1/NOTES.md, section 15: --labels random
     out = runs[RANDOM].stdout
     right = next(line for line in out.splitlines() if "answered with the noun it means" in line)
     assert int(right.split(": ")[1].split("/")[0]) < 0.7 * 96  # about half: a coin toss
