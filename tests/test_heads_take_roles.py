@@ -149,6 +149,7 @@ class NoSqrt:
 def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained, monkeypatch, mistake):
     """The run's own noise line: at most 1e-6 as written (float64 rounding), and far above the
     check's ceiling with the classic mistakes planted in the hand-written attention."""
+    # week1/NOTES.md, section 16: the noise line's ceiling, and what a broken formula gives
     _, held, model = trained
     gap = ht.by_hand_vs_torch(model, held, ht.HEADS)
     assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
@@ -163,6 +164,7 @@ def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained
 def test_a_dropped_scale_fails_the_check_itself(ht, monkeypatch):
     """End to end: with `/ math.sqrt(d_k)` dropped, the run's noise line is over the check's
     ceiling, so run_all refuses it by name, and its record contradicts the page."""
+    # week1/NOTES.md, section 16: a broken formula fails the check itself
     monkeypatch.setattr(ht, "math", NoSqrt())
     out, records = run_main(ht, "--steps", "5")
     assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
@@ -171,6 +173,7 @@ def test_a_dropped_scale_fails_the_check_itself(ht, monkeypatch):
 
 @pytest.mark.parametrize("knock_out", [(0,), (1,), (2,), (1, 3)])
 def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
+    # week1/NOTES.md, section 16: the knock-out
     weights, heads = random_weights(), 4
     x = torch.randn(3, 7, 8, dtype=torch.float64)
     knocked = ht.self_attention(x, weights, heads, knock_out)[0]
@@ -187,6 +190,7 @@ def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
 
 
 def test_adam_step_is_torch_optim_adam(ht):
+    # week1/NOTES.md, section 16: the Adam written out, held to torch's
     torch.manual_seed(0)
     mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
     theirs = [p.clone().requires_grad_() for p in mine]
@@ -206,6 +210,7 @@ def test_adam_step_is_torch_optim_adam(ht):
 
 
 def test_positions_are_week2_03s_table_and_the_mask_hides_the_future(ht):
+    # week1/NOTES.md, section 16: the position tags
     table = load_script("week2/03_sinusoidal_pe").sinusoidal_pe(ht.T_MAX, ht.D_MODEL)  # NumPy float64
     np.testing.assert_allclose(ht.PE.numpy(), table, rtol=0, atol=1e-6)
     assert torch.equal(torch.isinf(ht.causal_mask(4)), torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1))
@@ -260,6 +265,7 @@ def test_held_out_sentences_are_unseen(ht):
 def test_seen_in_training_marks_every_word_whose_sentence_so_far_was_trained_on(ht):
     """Brute force: the words so far, tokens[k, :i + 1], against the start of every training
     sentence; a causal model's answer at such a word was trained on."""
+    # week1/NOTES.md, section 16: which words are held out
     stream, held = ht.training_and_held_out(3, 40)
     seen = ht.seen_in_training(held[:150], stream)
     rows = [[t for t in row if t != ht.PAD] for row in stream.reshape(-1, ht.T_MAX).tolist()]
@@ -303,6 +309,7 @@ def looking_at(ht, tokens, target):
 def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
     """Judged through the lesson's own rows and shares: a head on the first noun takes the
     noun role, a head on the latest noun (or one spread over every earlier noun) does not."""
+    # week1/NOTES.md, section 16: where the shares are measured
     tokens = ht.make_sentences(np.random.default_rng(5), 400)
     rows = ht.row_kinds(tokens)["telling"]
 
@@ -323,6 +330,7 @@ def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
 
 def test_role_thresholds_are_pinned_on_both_sides(ht):
     """A role: ROLE (0.50) or more on one look and under LOW (0.20) on the other."""
+    # week1/NOTES.md, section 16: ROLE, LOW and the bands at their edges
     assert ht.roles([(0.50, 0.19), (0.19, 0.50)]) == ["before", "nouns"]
     assert ht.roles([(0.49, 0.0), (0.0, 0.49), (0.60, 0.20), (0.20, 0.60)]) == [None] * 4
     assert [ht.share_band(s) for s in (0.19, 0.20, 0.49, 0.50)] == ["under 0.20", "0.20 to 0.50", "0.20 to 0.50",
@@ -340,6 +348,7 @@ def knocked(all_a=1.0, prev=(0.3, 0.99), noun=(0.99, 0.2), all_b=1.0):
 def test_the_knock_out_verdict_needs_every_condition(ht):
     """"Breaks its blank (below 50%) and leaves the other above 80%, where all heads had it
     above 80%", for both roles: each condition, just missed, turns the verdict."""
+    # week1/NOTES.md, section 16: the blend verdict's conditions
     both = ("a", "b")
     assert ht.blends(knocked(), both)
     assert ht.blends(knocked(prev=(0.49, 0.81), noun=(0.81, 0.49)), both)
@@ -426,6 +435,7 @@ def test_figure_shows_each_head_on_its_role(ht, trained):
 def test_other_seeds_swap_the_roles(runs):
     """"(which head takes which role depends on the starting weights: other seeds swap them)":
     at seed 0 head 2 takes the word just before and head 1 the first noun."""
+    # week1/NOTES.md, section 16: which head takes which role, by seed
     line = "  (which head takes which role depends on the starting weights: other seeds swap them)"
     heads = []
     for run in (DEFAULT, SWAPPED):
@@ -441,6 +451,7 @@ def test_other_seeds_swap_the_roles(runs):
     (PREVIOUS_ONLY, ["as the page says", "no head does: NOT THE PAGE'S PICTURE at these settings"]),
 ])
 def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
+    # week1/NOTES.md, section 16: --heads 1 and --task previous-only
     out = runs[run].stdout
     records = {r["name"]: r["outcome"] for r in runs[run].records}
     for line, ending in zip(verdicts(out)[:2], turned, strict=True):
