@@ -62,10 +62,7 @@ def forward(model, tokens, hide_adjective=False, attend=attention):
     [B, N_WORDS]; layer 1's attention [B, HEADS_1, T, T]; layer 2's, of "it" only, [B, T].
     attend: the attention used in both layers (torch_attention: torch's own)."""
     mask = key_mask(hide_adjective)
-    x0 = F.embedding(tokens, model["E"]) + model["P"]  # [B, T, d]: each word's vector + its place's
-    h0 = F.layer_norm(x0, (D_MODEL,))
-    mixed, alpha1 = attend(h0 @ model["1.W_Q"], h0 @ model["1.W_K"], h0 @ model["1.W_V"], HEADS_1, mask)
-    x1 = x0 + mixed @ model["1.W_O"]  # [B, T, d]: every word, now mixed with what it looked at
+    x1, alpha1 = layer_1(model, tokens, mask, attend)
     h1 = F.layer_norm(x1, (D_MODEL,))
     words = unit_words(model)  # [N_WORDS, d]: the values of layer 2, and the answer key
     # only "it" asks in layer 2 (the other words' rows would not change the answer)
@@ -73,6 +70,15 @@ def forward(model, tokens, hide_adjective=False, attend=attention):
                              F.embedding(tokens, words), 1, mask)  # [B, 1, d], [B, 1, 1, T]
     scores = SHARPNESS * fetched[:, 0] @ words.T  # [B, N_WORDS]
     return scores, alpha1, alpha2[:, 0, 0]
+
+
+def layer_1(model, tokens, mask, attend=attention):
+    """x1 = x0 + Attention(LN(x0)) W_O, x0 = E[word] + P[place]: tokens [B, T] -> x1 [B, T, d]
+    and the weights [B, HEADS_1, T, T]."""
+    x0 = F.embedding(tokens, model["E"]) + model["P"]  # [B, T, d]: each word's vector + its place's
+    h0 = F.layer_norm(x0, (D_MODEL,))
+    mixed, alpha1 = attend(h0 @ model["1.W_Q"], h0 @ model["1.W_K"], h0 @ model["1.W_V"], HEADS_1, mask)
+    return x0 + mixed @ model["1.W_O"], alpha1  # [B, T, d]: every word, now mixed with what it looked at
 
 
 def unit_words(model):
@@ -176,14 +182,17 @@ LR = 0.01  # Adam's learning rate
 BETAS, ADAM_EPS = (0.9, 0.999), 1e-8  # Adam's (torch's defaults)
 
 
-def build_model(seed):
+def build_model(seed, usual=False):
     """The weights, from torch.manual_seed(seed): word vectors E [N_WORDS, d] and position vectors
     P [T, d] ~ N(0, 1); layer 1's W_Q, W_K, W_V, W_O and layer 2's W_Q, W_K [d, d] ~ N(0, 1/d).
-    No biases; LayerNorm has no gain or shift."""
+    No biases; LayerNorm has no gain or shift. usual: drawn after those, the usual layer 2's
+    W_V, W_O [d, d] and its output layer W_out [d, N_WORDS] (forward_usual)."""
     torch.manual_seed(seed)
     model = {"E": torch.randn(N_WORDS, D_MODEL), "P": torch.randn(T, D_MODEL)}
-    for name in ("1.W_Q", "1.W_K", "1.W_V", "1.W_O", "2.W_Q", "2.W_K"):
+    for name in ("1.W_Q", "1.W_K", "1.W_V", "1.W_O", "2.W_Q", "2.W_K") + (("2.W_V", "2.W_O") if usual else ()):
         model[name] = torch.randn(D_MODEL, D_MODEL) / math.sqrt(D_MODEL)
+    if usual:
+        model["W_out"] = torch.randn(D_MODEL, N_WORDS) / math.sqrt(D_MODEL)
     return {name: w.requires_grad_() for name, w in model.items()}
 
 
@@ -198,16 +207,18 @@ def adam_step(params, state, step, lr, betas=BETAS, eps=ADAM_EPS):
         p.addcdiv_(m, (v / (1 - b2 ** step)).sqrt_().add_(eps), value=-lr / (1 - b1 ** step))
 
 
-def train(seed, data, hide_adjective=False):
-    """Train from scratch on the training batches of data (from make_data); return the model."""
+def train(seed, data, hide_adjective=False, usual=False):
+    """Train from scratch on the training batches of data (from make_data); return the model.
+    usual: the model with the usual layer 2 (forward_usual) in place of the fetch."""
     train_tokens, train_labels = data[:2]
     steps = len(train_tokens)
-    model = build_model(seed)
+    model = build_model(seed, usual)
+    answer = forward_usual if usual else forward
     params = list(model.values())
     state = {"m": [torch.zeros_like(p) for p in params], "v": [torch.zeros_like(p) for p in params]}
-    with Progress("training step", steps) as progress:
+    with Progress("training step" + " (the usual layer 2)" * usual, steps) as progress:
         for step in range(1, steps + 1):
-            scores, _, _ = forward(model, train_tokens[step - 1], hide_adjective)
+            scores, _, _ = answer(model, train_tokens[step - 1], hide_adjective)
             loss = F.cross_entropy(scores, train_labels[step - 1])
             for p in params:
                 p.grad = None
@@ -242,6 +253,21 @@ def by_hand_vs_torch(model, tokens, hide_adjective=False):
     return max((a - b).abs().max().item() for a, b in zip(mine, theirs, strict=True))
 
 
+def forward_usual(model, tokens, hide_adjective=False, attend=attention):
+    """The model with the usual layer 2 in place of the fetch (for Week 1, section 2's caution):
+    "it" asks as before, but every word answers with a value from its mixed vector, V = LN(x1)
+    W_V; what "it" fetched goes through W_O onto its own vector (the residual); and an output
+    layer of its own reads the answer. tokens [B, T] -> scores [B, N_WORDS], layer 1's weights
+    [B, HEADS_1, T, T], "it"'s layer-2 weights [B, T]."""
+    mask = key_mask(hide_adjective)
+    x1, alpha1 = layer_1(model, tokens, mask, attend)
+    h1 = F.layer_norm(x1, (D_MODEL,))
+    fetched, alpha2 = attend(h1[:, IT_AT:IT_AT + 1] @ model["2.W_Q"], h1 @ model["2.W_K"], h1 @ model["2.W_V"],
+                             1, mask)  # [B, 1, d], [B, 1, 1, T]
+    x2 = x1[:, IT_AT] + fetched[:, 0] @ model["2.W_O"]  # [B, d]: "it" after layer 2
+    return F.layer_norm(x2, (D_MODEL,)) @ model["W_out"], alpha1, alpha2[:, 0, 0]
+
+
 # ---------------------------------------------------------------- what it learned
 
 ACCURATE = 0.9  # verdict: at least this share of the held-out answers right
@@ -251,12 +277,12 @@ AGREE = 1e-6  # by hand and torch agree: float64 rounding is about 1e-16, a wron
 
 
 @torch.no_grad()
-def evaluate(model, tokens, labels, hide_adjective=False):
+def evaluate(model, tokens, labels, hide_adjective=False, usual=False):
     """On sentences tokens [N, T] whose "it" means labels [N]: which are answered right, which
     have "it" looking hardest (layer 2) at the noun it means, and the margins: the right
     word's score minus the best other word's, and the weight on the noun minus the largest
-    other weight (both > 0 when right)."""
-    scores, _, alpha2 = forward(model, tokens, hide_adjective)
+    other weight (both > 0 when right). usual: a model trained with usual=True."""
+    scores, _, alpha2 = (forward_usual if usual else forward)(model, tokens, hide_adjective)
     right_score = scores.gather(1, labels[:, None])[:, 0]
     score_margin = right_score - scores.scatter(1, labels[:, None], -math.inf).max(-1).values
     noun_at = torch.where(labels == tokens[:, ANIMAL_AT], ANIMAL_AT, PLACE_AT)
@@ -329,6 +355,8 @@ def lesson(args):
     n_right, kinds = show_held_out(model, data, args.hide_adjective)
     shown, page_lines = show_page_sentence(model, args.adjectives, args.hide_adjective)
     verdict(args.adjectives, leaks, n_right, len(data[2]), kinds, page_lines)
+    usual = train(args.seed, data, args.hide_adjective, usual=True)
+    show_usual_layer(n_right, kinds, evaluate(usual, *data[2:], args.hide_adjective, usual=True))
     print(save_figure(plot(shown), figure_path(args, FIGURE)))
     return model
 
@@ -404,7 +432,7 @@ def show_held_out(model, data, hide):
     print("  why this picture is the mechanism here: layer 2 is built as a fetch (\"it\" hands on only the")
     print("  words it looks at, and the answer is the word it fetched), so looking is the only road to the")
     print("  answer. In the usual layer (values mixed by layer 1, W_V, W_O, a residual, an output layer)")
-    print("  the answer has other roads, and where \"it\" looks would not show where the answer came from.")
+    print("  the answer has other roads, and where \"it\" looks need not show where it came from (run below).")
     return n_right, kinds
 
 
@@ -459,7 +487,35 @@ def verdict(adjectives, leaks, n_right, n_held, kinds, page_lines):
           "at the noun, both page lines")
 
 
+def show_usual_layer(n_right, kinds, usual):
+    """Week 1, section 2, Mistakes: the usual layer 2 beside the fetch (usual: evaluate() of the
+    model trained with it), and the verdict on the caution: right answers without the look."""
+    n_held = len(usual["right"])
+    looking = sum(looking for looking, _ in kinds.values())
+    usual_right, usual_looking = int(usual["right"].sum()), sum(n for n, _ in looks_by_kind(usual).values())
+    print("\nWeek 1, section 2, \"Mistakes people make\": \"a weight is a guaranteed explanation\". The same")
+    print("training with the usual layer 2 in place of the fetch (values mixed by layer 1, W_V, W_O, a")
+    print(f"residual, an output layer of its own), on the {n_held} held-out sentences:")
+    print(f"  {'':20} {'answered right':16} \"it\" looks hardest at the noun it means")
+    for label, right, look in (("layer 2, the fetch", n_right, looking), ("the usual layer 2", usual_right,
+                                                                          usual_looking)):
+        print(f"  {label:20} {at_least(right, n_held, ACCURATE):16} {at_least(look, n_held, LOOKS)}")
+    holds = usual_right >= ACCURATE * n_held and usual_looking < LOOKS * n_held
+    check("a weight is not a guaranteed explanation",
+          f"Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
+          f"  hardest at the noun it means in fewer than {LOOKS:.0%} of them: {said(holds)}", holds,
+          value=f"the usual layer 2: {usual_right}/{n_held} right, {usual_looking}/{n_held} looking hardest at the "
+          "noun",
+          threshold=f"the usual layer 2: at least {ACCURATE:.0%} right, fewer than {LOOKS:.0%} looking hardest at "
+          "the noun it means")
+
+
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
+
+def at_least(count, n, share):
+    """A count of n against a share, in words: "at least 90%" or "fewer than 90%"."""
+    return f"at least {share:.0%}" if count >= share * n else f"fewer than {share:.0%}"
+
 
 def bar(weight):
     """A weight as a bar of its whole tenths, up to 9: 0.83 -> '########', 0.07 -> '.',
