@@ -274,6 +274,9 @@ ACCURATE = 0.9  # verdict: at least this share of the held-out answers right
 LOOKS = 0.9  # verdict: in at least this share of each kind of held-out sentence, "it" looks hardest at the noun
 LEANS = Fraction(2, 3)  # "it leans on X": more than 2/3 of its layer-2 attention is on X
 AGREE = 1e-6  # by hand and torch agree: float64 rounding is about 1e-16, a wrong formula 1e-2 or more
+# Layer 1, "it" in the page's sentence with too tired: the largest weight one head puts on "tired", over
+# seeds 0-9 and 42 at the defaults (measured: week1/NOTES.md, section 15; a test re-measures it)
+LAYER_1_SPREAD = (0.16, 1.00)
 
 
 @torch.no_grad()
@@ -357,6 +360,7 @@ def lesson(args):
     verdict(args.adjectives, leaks, n_right, len(data[2]), kinds, page_lines)
     usual = train(args.seed, data, args.hide_adjective, usual=True)
     show_usual_layer(n_right, kinds, evaluate(usual, *data[2:], args.hide_adjective, usual=True))
+    show_layer_1(model, args.adjectives[0], args.hide_adjective, args.at_defaults)
     print(save_figure(plot(shown), figure_path(args, FIGURE)))
     return model
 
@@ -508,6 +512,31 @@ def show_usual_layer(n_right, kinds, usual):
           "noun",
           threshold=f"the usual layer 2: at least {ACCURATE:.0%} right, fewer than {LOOKS:.0%} looking hardest at "
           "the noun it means")
+
+
+def show_layer_1(model, adjective, hide, at_defaults):
+    """Week 1, section 5's example, in this model: layer 1's heads at "it" in the page's sentence,
+    on the noun it means and on the adjective; which head reads the adjective is not judged
+    (it changes with the seed)."""
+    words = sentence_words(*PAGE, adjective)
+    noun = meant(adjective, *PAGE)
+    with torch.no_grad():
+        alpha1 = forward(model, encode(words)[None], hide)[1][0, :, IT_AT]  # [HEADS_1, T]: "it"'s rows
+    print("\nWeek 1, section 5: \"one links 'it' to 'animal', another links 'it' to 'tired'\". Here \"it\" finds")
+    print(f"the noun through layer 2's one head (above). Layer 1's {HEADS_1} heads at \"it\", in the page's sentence")
+    print(f"with too {adjective} (# = a tenth of the head's weight, . = less than 0.1):")
+    print(f"    {'':10} " + " ".join(f"head {h + 1:<5}" for h in range(HEADS_1)).rstrip())
+    for word, at in ((noun, words.index(noun)), (adjective, ADJECTIVE_AT)):
+        print(f"    {word:10} " + " ".join(f"{bar(w):10}" for w in alpha1[:, at].tolist()).rstrip())
+    low, high = LAYER_1_SPREAD
+    measured = (f": the most one head\n  puts on it ran from {low:.2f} to {high:.2f} over seeds 0-9 and 42 "
+                "(week1/NOTES.md, section 15), so no\n  claim" if at_defaults else
+                " (measured at the\n  defaults: week1/NOTES.md, section 15), so no claim")
+    check("layer 1: another head links it to the adjective",
+          f"  Which layer-1 head, if any, links \"it\" to \"{adjective}\" changes with the seed{measured} about it is "
+          "judged here.", None,
+          value=" ".join(f"{w:.4f}" for w in alpha1[:, [words.index(noun), ADJECTIVE_AT]].T.reshape(-1).tolist()),
+          threshold=f"not judged: the most on the adjective ran from {low:.2f} to {high:.2f} over seeds 0-9 and 42")
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
