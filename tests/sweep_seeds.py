@@ -84,7 +84,7 @@ def main():
         against = [f"{n}: {o}" for n, o in outcomes if o != "upholds the page"]
         print(f"seed {seed}: {'the same bytes under every setting' if len(outputs) == 1 else 'DIFFERENT BYTES'}"
               + (f"; exit status not 0 under {failed}" if failed else "")
-              + (f"; not upholding: {against}" if against else "; every check upholds the page"))
+              + (f"; other outcomes: {against}" if against else "; every check upholds the page"))
         if len(outputs) > 1:
             for label, result in runs:
                 print(f"    {label}: {hash(result.stdout) & 0xFFFF:04x}")
