@@ -14,9 +14,11 @@ Try it: tired -> it leans on chicken; wide -> road. Same sentence, context decid
 Prints that no held-out sentence is in a training batch; the attention by hand against
 torch's; how many held-out answers are right, and in how many "it" looks hardest at the
 noun it means; the page's sentence word by word with "it"'s attention, tired and wide, and
-a verdict; saves a figure. Setup (the page trains nothing): 768 made-up sentences "the
-ANIMAL didn't cross the PLACE because it was too ADJECTIVE", 8 noun pairs held out; 80 steps
-of Adam on 64 sentences. Notes: week1/NOTES.md, section 15.
+a verdict; then two of Week 1's claims in this model: the usual layer 2 beside the fetch (a
+weight is no guaranteed explanation), and layer 1's heads at "it"; saves a figure. Setup
+(the page trains nothing): 768 made-up sentences "the ANIMAL didn't cross the PLACE because
+it was too ADJECTIVE", 8 noun pairs held out; 80 steps of Adam on 64 sentences. Notes:
+week1/NOTES.md, section 15.
 """
 import math
 import sys
