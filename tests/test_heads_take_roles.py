@@ -12,7 +12,7 @@ import io
 import re
 import sys
 
-from common.records import CONTRADICTS, UPHOLDS, collected
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
 
 import numpy as np
 import pytest
@@ -36,7 +36,10 @@ CHECKS = ["attention by hand is torch's", "held-out words: blanks filled right",
           "held-out words with two different nouns: blanks filled right", "head 1 takes one role",
           "head 2 takes one role", "a head looks at the word just before", "another head looks at the first noun",
           "all heads: blanks filled right", "head 1 knocked out: blanks filled right",
-          "head 2 knocked out: blanks filled right", "knocking out a role breaks its blank only"]
+          "head 2 knocked out: blanks filled right", "knocking out a role breaks its blank only",
+          "one head can only focus one way"]
+ONE_WAY = ("Verdict: one attention pattern can only focus one way: one head fails (a) at those words\n"
+           "  (below 50%), and more heads fill both (above 80%): as the page says")
 
 
 @pytest.fixture(scope="module")
@@ -369,6 +372,48 @@ def test_the_knock_out_verdict_needs_every_condition(ht):
     assert ht.filled({"a": 0.81, "b": 0.81}, both) and not ht.filled({"a": 0.81, "b": 0.80}, both)
 
 
+# ---------------------------------------------------------------- one head, beside more
+
+def clash(a, b, role=None):
+    """What measure() finds, made up: the blanks filled right where the two answers are two
+    different nouns, and the roles (one head's)."""
+    return {"clash": {"a": a, "b": b}, "roles": [role]}
+
+
+def one_way(ht, measured, task="both"):
+    """The one-head verdict's outcome through the lesson's own show_one_head(), and its lines."""
+    with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
+        ht.show_one_head(measured, 2, task)
+    (record,) = records
+    assert record["name"] == "one head can only focus one way"
+    return record["outcome"], out.getvalue()
+
+
+def test_one_heads_verdict_is_held_at_its_edges(ht):
+    """One head fails a blank where the two answers are different nouns: below 50% (0.49, not
+    0.50); more heads fill both: above 80% (0.81, not 0.80)."""
+    # week1/NOTES.md, section 16: the lone head, (a) 0.09 to 0.37 there over seeds, the others above 0.89
+    assert one_way(ht, {1: clash(0.49, 0.95), 2: clash(0.81, 0.81)})[0] == UPHOLDS
+    assert one_way(ht, {1: clash(0.95, 0.49), 2: clash(0.81, 0.81)})[0] == UPHOLDS  # either blank
+    assert one_way(ht, {1: clash(0.50, 0.50), 2: clash(0.99, 0.99)})[0] == CONTRADICTS  # one head failed nothing
+    assert one_way(ht, {1: clash(0.1, 0.95), 2: clash(0.80, 0.99)})[0] == CONTRADICTS  # more heads did no better
+    assert one_way(ht, {1: clash(0.1, 0.95), 2: clash(0.99, 0.99), 4: clash(0.99, 0.79)})[0] == CONTRADICTS
+
+
+def test_a_lone_head_that_looks_both_ways_turns_the_verdict(ht, trained):
+    """The wrong world: a "one head" that is in fact the trained two-head model, which fills both
+    blanks where the answers are different nouns: the verdict turns, and says so."""
+    stream, held, model = trained
+    two = ht.measure(model, held, 2, ht.seen_in_training(held, stream))
+    outcome, out = one_way(ht, {1: dict(two, roles=[None]), 2: two})
+    assert outcome == CONTRADICTS and "one head fails no blank at those words" in out
+
+
+def test_one_blank_trained_is_not_tested(ht):
+    outcome, out = one_way(ht, {1: clash(0.9, 0.0), 2: clash(0.9, 0.0)}, task="previous-only")
+    assert outcome == NOT_TESTED and out.rstrip().endswith("not tested (only one blank is trained)")
+
+
 # ---------------------------------------------------------------- the trained model
 
 @pytest.mark.reads(DEFAULT)
@@ -378,7 +423,9 @@ def test_default_run_prints_the_pages_picture(runs):
     assert verdicts(out) == ["\n".join(PAGE_ROLES[:2]), "\n".join(PAGE_ROLES[2:]),
                              "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head "
                              "the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
-                             "as the page says"]
+                             "as the page says", ONE_WAY]
+    assert "  1 head               below 50%         above 80%         its head: no single role" in out
+    assert "  2 heads (above)      above 80%         above 80%" in out
     assert "  head 1 knocked out              below 50%         above 80%" in out
     assert "  head 2 knocked out              above 80%         below 50%" in out
     assert [r["name"] for r in result.records] == CHECKS

@@ -12,9 +12,10 @@ At every word of made-up sentences ("the big box ate the old bird and ..."), the
 two blanks: (a) the word just before me, (b) the first noun so far. Prints the attention by
 hand against torch's; the blanks filled right at held-out words; where each head looks and
 a verdict on each role; what knocking out each head breaks, and a verdict on the blend; the
-example sentence row by row; saves a figure. Setup (the page trains nothing): one layer of
-causal self-attention, 2 heads, d_model 32, no FFN or LayerNorm; 200 steps of Adam on 64 fresh
-sentences each. Notes: week1/NOTES.md, section 16.
+example sentence row by row; the same training with one head, and a verdict; saves a figure.
+Setup (the page trains nothing): one layer of causal self-attention, 2 heads, d_model 32, no
+FFN or LayerNorm; 200 steps of Adam on 64 fresh sentences each. Notes: week1/NOTES.md,
+section 16.
 """
 import math
 import sys
@@ -180,6 +181,7 @@ def seen_in_training(tokens, stream):
 # ---------------------------------------------------------------- the model's weights and its training
 
 TASKS = {"both": ("a", "b"), "previous-only": ("a",), "noun-only": ("b",)}  # --task: the blanks trained
+COMPARED = (1,)  # the same training with these numbers of heads too, beside --heads
 
 
 def build_model(seed, d=D_MODEL):
@@ -398,6 +400,9 @@ def lesson(args):
     maps = attention_maps(model, sentence, heads)
     new_from = int((~seen[k]).nonzero()[0, 0])  # the first word whose sentence so far is not in training
     show_example(maps, sentence, m["roles"], new_from)
+    measured = {h: m if h == heads else measure(train(args.seed, h, task, stream), held, h, seen)
+                for h in sorted({heads, *COMPARED})}  # the same training with other numbers of heads
+    show_one_head(measured, heads, task)
     print(save_figure(plot(maps, sentence, m["roles"], new_from), figure_path(args, FIGURE)))
     return model, held, m, sentence
 
@@ -543,6 +548,31 @@ def show_example(maps, sentence, head_roles, new_from):
         cells = ["- (no noun yet)" if columns[h][i] is None else f"{words[columns[h][i]]} (itself)"
                  if columns[h][i] == i else words[columns[h][i]] for h in shown]
         print(f"  {word:8} " + " ".join(f"{c:16}" for c in cells).rstrip())
+
+
+def show_one_head(measured, heads, task):
+    """The same training with one head beside more (measured: {heads: measure()}), where the two
+    answers are different nouns, and the verdict: one pattern can only focus one way."""
+    trained = TASKS[task]
+    print("\n\"One pass catches one kind of relationship\" (ELI5 page): the same training with one head,")
+    print("beside more, at the held-out words whose two answers are different nouns: blanks filled right")
+    print(f"  {'':20} (a) word before   (b) first noun")
+    for h, mh in measured.items():
+        label = f"{h} head{'s' * (h > 1)}{' (above)' * (h == heads)}"
+        role = f"   its head: {ROLE_TITLES[mh['roles'][0]]}" if h == 1 else ""
+        print(f"  {label:20} {bands(mh['clash'], trained):33}{role}".rstrip())
+    lone, more = measured[1], [mh for h, mh in measured.items() if h > 1]
+    failing = [f"({q})" for q in trained if lone["clash"][q] < WRONG]
+    filled_by_more = bool(more) and all(filled(mh["clash"], trained) for mh in more)
+    holds = bool(failing) and filled_by_more if len(trained) == 2 else None  # one blank: one way is enough
+    check("one head can only focus one way",
+          "Verdict: one attention pattern can only focus one way: one head "
+          f"{'fails ' + ' and '.join(failing) if failing else 'fails no blank'} at those words\n"
+          f"  (below {WRONG:.0%}), {'and' if filled_by_more else 'but'} more heads "
+          f"{'fill' if filled_by_more else 'do not fill'} both (above {RIGHT:.0%}): "
+          + (said(holds) if holds is not None else "not tested (only one blank is trained)"), holds,
+          value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in measured.items()),
+          threshold=f"one head: a blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}")
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
