@@ -12,7 +12,8 @@ At every word of made-up sentences ("the big box ate the old bird and ..."), the
 two blanks: (a) the word just before me, (b) the first noun so far. Prints the attention by
 hand against torch's; the blanks filled right at held-out words; where each head looks and
 a verdict on each role; what knocking out each head breaks, and a verdict on the blend; the
-example sentence row by row; the same training with one head, and a verdict; saves a figure.
+example sentence row by row; the same training with one head and with four, a verdict on
+each; saves a figure.
 Setup (the page trains nothing): one layer of causal self-attention, 2 heads, d_model 32, no
 FFN or LayerNorm; 200 steps of Adam on 64 fresh sentences each. Notes: week1/NOTES.md,
 section 16.
@@ -181,7 +182,8 @@ def seen_in_training(tokens, stream):
 # ---------------------------------------------------------------- the model's weights and its training
 
 TASKS = {"both": ("a", "b"), "previous-only": ("a",), "noun-only": ("b",)}  # --task: the blanks trained
-COMPARED = (1,)  # the same training with these numbers of heads too, beside --heads
+COMPARED = (1, 4)  # the same training with these numbers of heads too, beside --heads
+MORE = 4  # the run with more heads than the task has jobs, for Week 1 section 5's caution
 
 
 def build_model(seed, d=D_MODEL):
@@ -403,6 +405,7 @@ def lesson(args):
     measured = {h: m if h == heads else measure(train(args.seed, h, task, stream), held, h, seen)
                 for h in sorted({heads, *COMPARED})}  # the same training with other numbers of heads
     show_one_head(measured, heads, task)
+    show_more_heads(measured[MORE], task)
     print(save_figure(plot(maps, sentence, m["roles"], new_from), figure_path(args, FIGURE)))
     return model, held, m, sentence
 
@@ -573,6 +576,30 @@ def show_one_head(measured, heads, task):
           + (said(holds) if holds is not None else "not tested (only one blank is trained)"), holds,
           value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in measured.items()),
           threshold=f"one head: a blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}")
+
+
+def show_more_heads(m, task):
+    """Week 1, section 5, Mistakes: "heads find distinct, readable roles". The same training with
+    MORE heads (m: its measure()): their roles, and the verdict on the caution: a head whose
+    knock-out alone breaks no blank, its job done by other heads (or none the blanks need)."""
+    count = {role: m["roles"].count(role) for role in ("before", "nouns", None)}
+    spare = spare_heads(m, TASKS[task])
+    heads = len(m["roles"])
+    print(f"\n\"Heads find distinct, readable roles\" (Week 1, section 5, Mistakes): the same training with "
+          f"{heads} heads")
+    print(f"  roles: {count['before']} on the word just before, {count['nouns']} on the first noun, "
+          f"{count[None]} with no single role")
+    found = (f"a head knocked out alone can break no blank (none falls below {WRONG:.0%}): the\n  other heads "
+             "do what it does, or it does nothing the blanks need" if spare else
+             f"every head knocked out alone breaks a blank (below {WRONG:.0%}): each has a job\n  of its own")
+    check("heads need not find distinct, readable roles", f"Verdict: not guaranteed: {found}: {said(bool(spare))}",
+          bool(spare), value="; ".join(f"without {g[0] + 1}: {summary(acc)}" for g, acc in m["knocked"] if len(g) == 1),
+          threshold=f"a head whose knock-out alone leaves every trained blank at {WRONG:.0%} or more")
+
+
+def spare_heads(m, trained):
+    """The heads (0-based) whose knock-out alone breaks no trained blank: none falls below WRONG."""
+    return [g[0] for g, acc in m["knocked"] if len(g) == 1 and all(acc[q] >= WRONG for q in trained)]
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
