@@ -28,6 +28,7 @@ DEFAULT = lesson_run(NAME)
 ONE_HEAD = lesson_run(NAME, "--heads", "1")
 PREVIOUS_ONLY = lesson_run(NAME, "--task", "previous-only")
 SWAPPED = lesson_run(NAME, "--seed", "0")  # a seed whose head 2 takes the word just before (measured)
+SNIPPET = lesson_run("week2/10_eli5_causal_self_attention")  # its pointer to this lesson, tied to this run below
 PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or more, under 0.20 on the first",
               "  noun): head 1: as the page says",
               "Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share 0.50 or",
@@ -555,3 +556,17 @@ def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
         assert line.split(")")[-1].split() == ["below", "50%", "above", "80%"]
         assert records["held-out words with two different nouns: blanks filled right"] == CONTRADICTS
 
+
+@pytest.mark.reads(DEFAULT, SNIPPET)
+def test_week2_10_says_of_trained_heads_what_this_run_shows(runs):
+    """week2/10's untrained heads point here, worded as this lesson's default run shows it: at its
+    seed two heads took the two roles; with four heads three took the same one (so other runs
+    need not: the page's caution, not a rule)."""
+    pointer = runs[SNIPPET].stdout
+    assert ("Trained in\n   week1/16_heads_take_roles.py at its seed, two heads took roles, one on the previous "
+            "word, one\n   on the nouns; other runs need not: with four heads there, three took the same role)"
+            ) in pointer
+    out, records = runs[DEFAULT].stdout, {r["name"]: r["outcome"] for r in runs[DEFAULT].records}
+    assert records["a head looks at the word just before"] == records["another head looks at the first noun"] == UPHOLDS
+    (roles,) = [line for line in out.splitlines() if line.startswith("  roles: ")]
+    assert max(int(n) for n in re.findall(r"(\d+) (?:on|with)", roles)) == 3, roles

@@ -115,8 +115,9 @@ def lesson(args):
           f"head 1 only, the output would differ: {differs}" if h > 1 else
           f"W_O mixes the head's numbers into {list(blended.shape)}", differs if h > 1 else None, value=differs,
           threshold="the output read from head 1 alone differs (two heads or more)")
-    print("  (these heads are untrained: random weights, so their patterns are random too; trained heads")
-    print("   take roles, one on the previous word, one on the nouns: week1/16_heads_take_roles.py)")
+    print("  (these heads are untrained: random weights, so their patterns are random too. Trained in")
+    print("   week1/16_heads_take_roles.py at its seed, two heads took roles, one on the previous word, one")
+    print("   on the nouns; other runs need not: with four heads there, three took the same role)")
     # Each head has its own weight pattern over the same tokens; all obey the causal rule;
     # W_O then blends what the heads found into each token's new vector.
 
