@@ -419,9 +419,10 @@ def test_one_blank_trained_is_not_tested(ht):
 
 # ---------------------------------------------------------------- more heads than jobs
 
-def knocked_alone(*accuracies, roles=None):
-    """What measure() finds, made up: each head knocked out alone, (a, b) filled right."""
-    return {"roles": roles or [None] * len(accuracies),
+def knocked_alone(*accuracies, roles=None, everything=(1.0, 1.0)):
+    """What measure() finds, made up: each head knocked out alone, (a, b) filled right; with
+    all heads, `everything`."""
+    return {"roles": roles or [None] * len(accuracies), "all": dict(zip("ab", everything, strict=True)),
             "knocked": [((h,), {"a": a, "b": b}) for h, (a, b) in enumerate(accuracies)]}
 
 
@@ -454,6 +455,15 @@ def test_heads_that_each_do_a_job_of_their_own_turn_the_caution(ht, trained):
     stream, held, model = trained
     two = ht.measure(model, held, 2, ht.seen_in_training(held, stream))
     assert caution(ht, two)[0] == CONTRADICTS
+
+
+def test_heads_that_never_learned_the_blanks_test_nothing(ht):
+    """A blank that was never filled (above 80% with all heads) cannot be broken by a knock-out:
+    the caution is not tested (0.81 is filled, 0.80 not)."""
+    broken = knocked_alone((0.3, 1.0), (1.0, 0.2), everything=(0.80, 1.0))
+    outcome, out = caution(ht, broken)
+    assert outcome == NOT_TESTED and "Verdict: not tested: the 2 heads did not fill every blank" in out
+    assert caution(ht, knocked_alone((0.3, 1.0), (1.0, 0.2), everything=(0.81, 1.0)))[0] == CONTRADICTS
 
 
 # ---------------------------------------------------------------- the trained model
