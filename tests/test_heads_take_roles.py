@@ -12,7 +12,7 @@ import io
 import re
 import sys
 
-from common.records import CONTRADICTS, UPHOLDS, collected
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
 
 import numpy as np
 import pytest
@@ -28,6 +28,7 @@ DEFAULT = lesson_run(NAME)
 ONE_HEAD = lesson_run(NAME, "--heads", "1")
 PREVIOUS_ONLY = lesson_run(NAME, "--task", "previous-only")
 SWAPPED = lesson_run(NAME, "--seed", "0")  # a seed whose head 2 takes the word just before (measured)
+SNIPPET = lesson_run("week2/10_eli5_causal_self_attention")  # its pointer to this lesson, tied to this run below
 PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or more, under 0.20 on the first",
               "  noun): head 1: as the page says",
               "Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share 0.50 or",
@@ -36,7 +37,12 @@ CHECKS = ["attention by hand is torch's", "held-out words: blanks filled right",
           "held-out words with two different nouns: blanks filled right", "head 1 takes one role",
           "head 2 takes one role", "a head looks at the word just before", "another head looks at the first noun",
           "all heads: blanks filled right", "head 1 knocked out: blanks filled right",
-          "head 2 knocked out: blanks filled right", "knocking out a role breaks its blank only"]
+          "head 2 knocked out: blanks filled right", "knocking out a role breaks its blank only",
+          "one head can only focus one way", "heads need not find distinct, readable roles"]
+MORE_HEADS = ("Verdict: not guaranteed: a head knocked out alone can break no blank (none falls below 50%): the\n"
+              "  other heads do what it does, or it does nothing the blanks need: as the page says")
+ONE_WAY = ("Verdict: one attention pattern can only focus one way: one head fails (a) at those words\n"
+           "  (below 50%), and more heads fill both (above 80%): as the page says")
 
 
 @pytest.fixture(scope="module")
@@ -149,6 +155,7 @@ class NoSqrt:
 def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained, monkeypatch, mistake):
     """The run's own noise line: at most 1e-6 as written (float64 rounding), and far above the
     check's ceiling with the classic mistakes planted in the hand-written attention."""
+    # week1/NOTES.md, section 16: the noise line's ceiling, and what a broken formula gives
     _, held, model = trained
     gap = ht.by_hand_vs_torch(model, held, ht.HEADS)
     assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
@@ -163,6 +170,7 @@ def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained
 def test_a_dropped_scale_fails_the_check_itself(ht, monkeypatch):
     """End to end: with `/ math.sqrt(d_k)` dropped, the run's noise line is over the check's
     ceiling, so run_all refuses it by name, and its record contradicts the page."""
+    # week1/NOTES.md, section 16: a broken formula fails the check itself
     monkeypatch.setattr(ht, "math", NoSqrt())
     out, records = run_main(ht, "--steps", "5")
     assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
@@ -171,6 +179,7 @@ def test_a_dropped_scale_fails_the_check_itself(ht, monkeypatch):
 
 @pytest.mark.parametrize("knock_out", [(0,), (1,), (2,), (1, 3)])
 def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
+    # week1/NOTES.md, section 16: the knock-out
     weights, heads = random_weights(), 4
     x = torch.randn(3, 7, 8, dtype=torch.float64)
     knocked = ht.self_attention(x, weights, heads, knock_out)[0]
@@ -187,6 +196,7 @@ def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
 
 
 def test_adam_step_is_torch_optim_adam(ht):
+    # week1/NOTES.md, section 16: the Adam written out, held to torch's
     torch.manual_seed(0)
     mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
     theirs = [p.clone().requires_grad_() for p in mine]
@@ -206,6 +216,7 @@ def test_adam_step_is_torch_optim_adam(ht):
 
 
 def test_positions_are_week2_03s_table_and_the_mask_hides_the_future(ht):
+    # week1/NOTES.md, section 16: the position tags
     table = load_script("week2/03_sinusoidal_pe").sinusoidal_pe(ht.T_MAX, ht.D_MODEL)  # NumPy float64
     np.testing.assert_allclose(ht.PE.numpy(), table, rtol=0, atol=1e-6)
     assert torch.equal(torch.isinf(ht.causal_mask(4)), torch.triu(torch.ones(4, 4, dtype=torch.bool), diagonal=1))
@@ -260,6 +271,7 @@ def test_held_out_sentences_are_unseen(ht):
 def test_seen_in_training_marks_every_word_whose_sentence_so_far_was_trained_on(ht):
     """Brute force: the words so far, tokens[k, :i + 1], against the start of every training
     sentence; a causal model's answer at such a word was trained on."""
+    # week1/NOTES.md, section 16: which words are held out
     stream, held = ht.training_and_held_out(3, 40)
     seen = ht.seen_in_training(held[:150], stream)
     rows = [[t for t in row if t != ht.PAD] for row in stream.reshape(-1, ht.T_MAX).tolist()]
@@ -303,6 +315,7 @@ def looking_at(ht, tokens, target):
 def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
     """Judged through the lesson's own rows and shares: a head on the first noun takes the
     noun role, a head on the latest noun (or one spread over every earlier noun) does not."""
+    # week1/NOTES.md, section 16: where the shares are measured
     tokens = ht.make_sentences(np.random.default_rng(5), 400)
     rows = ht.row_kinds(tokens)["telling"]
 
@@ -323,6 +336,7 @@ def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
 
 def test_role_thresholds_are_pinned_on_both_sides(ht):
     """A role: ROLE (0.50) or more on one look and under LOW (0.20) on the other."""
+    # week1/NOTES.md, section 16: ROLE, LOW and the bands at their edges
     assert ht.roles([(0.50, 0.19), (0.19, 0.50)]) == ["before", "nouns"]
     assert ht.roles([(0.49, 0.0), (0.0, 0.49), (0.60, 0.20), (0.20, 0.60)]) == [None] * 4
     assert [ht.share_band(s) for s in (0.19, 0.20, 0.49, 0.50)] == ["under 0.20", "0.20 to 0.50", "0.20 to 0.50",
@@ -340,6 +354,7 @@ def knocked(all_a=1.0, prev=(0.3, 0.99), noun=(0.99, 0.2), all_b=1.0):
 def test_the_knock_out_verdict_needs_every_condition(ht):
     """"Breaks its blank (below 50%) and leaves the other above 80%, where all heads had it
     above 80%", for both roles: each condition, just missed, turns the verdict."""
+    # week1/NOTES.md, section 16: the blend verdict's conditions
     both = ("a", "b")
     assert ht.blends(knocked(), both)
     assert ht.blends(knocked(prev=(0.49, 0.81), noun=(0.81, 0.49)), both)
@@ -360,6 +375,97 @@ def test_the_knock_out_verdict_needs_every_condition(ht):
     assert ht.filled({"a": 0.81, "b": 0.81}, both) and not ht.filled({"a": 0.81, "b": 0.80}, both)
 
 
+# ---------------------------------------------------------------- one head, beside more
+
+def clash(a, b, role=None):
+    """What measure() finds, made up: the blanks filled right where the two answers are two
+    different nouns, and the roles (one head's)."""
+    return {"clash": {"a": a, "b": b}, "roles": [role]}
+
+
+def one_way(ht, measured, task="both"):
+    """The one-head verdict's outcome through the lesson's own show_one_head(), and its lines."""
+    with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
+        ht.show_one_head(measured, 2, task)
+    (record,) = records
+    assert record["name"] == "one head can only focus one way"
+    return record["outcome"], out.getvalue()
+
+
+def test_one_heads_verdict_is_held_at_its_edges(ht):
+    """One head fails a blank where the two answers are different nouns: below 50% (0.49, not
+    0.50); more heads fill both: above 80% (0.81, not 0.80)."""
+    # week1/NOTES.md, section 16: the lone head, (a) 0.09 to 0.37 there over seeds, the others above 0.89
+    assert one_way(ht, {1: clash(0.49, 0.95), 2: clash(0.81, 0.81)})[0] == UPHOLDS
+    assert one_way(ht, {1: clash(0.95, 0.49), 2: clash(0.81, 0.81)})[0] == UPHOLDS  # either blank
+    assert one_way(ht, {1: clash(0.50, 0.50), 2: clash(0.99, 0.99)})[0] == CONTRADICTS  # one head failed nothing
+    assert one_way(ht, {1: clash(0.1, 0.95), 2: clash(0.80, 0.99)})[0] == CONTRADICTS  # more heads did no better
+    assert one_way(ht, {1: clash(0.1, 0.95), 2: clash(0.99, 0.99), 4: clash(0.99, 0.79)})[0] == CONTRADICTS
+
+
+def test_a_lone_head_that_looks_both_ways_turns_the_verdict(ht, trained):
+    """The wrong world: a "one head" that is in fact the trained two-head model, which fills both
+    blanks where the answers are different nouns: the verdict turns, and says so."""
+    stream, held, model = trained
+    two = ht.measure(model, held, 2, ht.seen_in_training(held, stream))
+    outcome, out = one_way(ht, {1: dict(two, roles=[None]), 2: two})
+    assert outcome == CONTRADICTS and "one head fails no blank at those words" in out
+
+
+def test_one_blank_trained_is_not_tested(ht):
+    outcome, out = one_way(ht, {1: clash(0.9, 0.0), 2: clash(0.9, 0.0)}, task="previous-only")
+    assert outcome == NOT_TESTED and out.rstrip().endswith("not tested (only one blank is trained)")
+
+
+# ---------------------------------------------------------------- more heads than jobs
+
+def knocked_alone(*accuracies, roles=None, everything=(1.0, 1.0)):
+    """What measure() finds, made up: each head knocked out alone, (a, b) filled right; with
+    all heads, `everything`."""
+    return {"roles": roles or [None] * len(accuracies), "all": dict(zip("ab", everything, strict=True)),
+            "knocked": [((h,), {"a": a, "b": b}) for h, (a, b) in enumerate(accuracies)]}
+
+
+def caution(ht, m, task="both"):
+    """The caution's outcome through the lesson's own show_more_heads(), and its lines."""
+    with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
+        ht.show_more_heads(m, task)
+    (record,) = records
+    assert record["name"] == "heads need not find distinct, readable roles"
+    return record["outcome"], out.getvalue()
+
+
+def test_a_spare_head_breaks_no_blank_held_at_the_edge(ht):
+    """A head whose knock-out alone leaves every trained blank at 50% or more (0.50, not 0.49)."""
+    # week1/NOTES.md, section 16: the 4 heads, a spare head in every seed (its worse blank 0.82 or more)
+    assert ht.spare_heads(knocked_alone((0.2, 1.0), (0.50, 0.99), (0.99, 0.49)), ("a", "b")) == [1]
+    assert ht.spare_heads(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("a", "b")) == []
+    assert ht.spare_heads(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("b",)) == [0, 1]  # only (b) trained
+    roles = ["before", "nouns", "nouns", "nouns"]
+    outcome, out = caution(ht, knocked_alone((0.3, 1.0), (0.99, 0.81), (0.99, 0.95), (0.99, 0.81), roles=roles))
+    assert outcome == UPHOLDS and out.splitlines()[2] == ("  roles: 1 on the word just before, 3 on the first noun, "
+                                                          "0 with no single role")
+
+
+def test_heads_that_each_do_a_job_of_their_own_turn_the_caution(ht, trained):
+    """The wrong world: every head breaks a blank when knocked out alone, made up with four heads,
+    and the trained two heads themselves (each breaks its own blank): the verdict turns."""
+    outcome, out = caution(ht, knocked_alone((0.3, 1.0), (1.0, 0.2), (0.49, 0.9), (0.9, 0.45)))
+    assert outcome == CONTRADICTS and "every head knocked out alone breaks a blank (below 50%)" in out
+    stream, held, model = trained
+    two = ht.measure(model, held, 2, ht.seen_in_training(held, stream))
+    assert caution(ht, two)[0] == CONTRADICTS
+
+
+def test_heads_that_never_learned_the_blanks_test_nothing(ht):
+    """A blank that was never filled (above 80% with all heads) cannot be broken by a knock-out:
+    the caution is not tested (0.81 is filled, 0.80 not)."""
+    broken = knocked_alone((0.3, 1.0), (1.0, 0.2), everything=(0.80, 1.0))
+    outcome, out = caution(ht, broken)
+    assert outcome == NOT_TESTED and "Verdict: not tested: the 2 heads did not fill every blank" in out
+    assert caution(ht, knocked_alone((0.3, 1.0), (1.0, 0.2), everything=(0.81, 1.0)))[0] == CONTRADICTS
+
+
 # ---------------------------------------------------------------- the trained model
 
 @pytest.mark.reads(DEFAULT)
@@ -369,7 +475,11 @@ def test_default_run_prints_the_pages_picture(runs):
     assert verdicts(out) == ["\n".join(PAGE_ROLES[:2]), "\n".join(PAGE_ROLES[2:]),
                              "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head "
                              "the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
-                             "as the page says"]
+                             "as the page says", ONE_WAY, MORE_HEADS]
+    assert "  1 head               below 50%         above 80%         its head: no single role" in out
+    assert "  2 heads (above)      above 80%         above 80%" in out
+    assert "  4 heads              above 80%         above 80%" in out
+    assert "  roles: 1 on the word just before, 3 on the first noun, 0 with no single role" in out
     assert "  head 1 knocked out              below 50%         above 80%" in out
     assert "  head 2 knocked out              above 80%         below 50%" in out
     assert [r["name"] for r in result.records] == CHECKS
@@ -426,6 +536,7 @@ def test_figure_shows_each_head_on_its_role(ht, trained):
 def test_other_seeds_swap_the_roles(runs):
     """"(which head takes which role depends on the starting weights: other seeds swap them)":
     at seed 0 head 2 takes the word just before and head 1 the first noun."""
+    # week1/NOTES.md, section 16: which head takes which role, by seed
     line = "  (which head takes which role depends on the starting weights: other seeds swap them)"
     heads = []
     for run in (DEFAULT, SWAPPED):
@@ -441,6 +552,7 @@ def test_other_seeds_swap_the_roles(runs):
     (PREVIOUS_ONLY, ["as the page says", "no head does: NOT THE PAGE'S PICTURE at these settings"]),
 ])
 def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
+    # week1/NOTES.md, section 16: --heads 1 and --task previous-only
     out = runs[run].stdout
     records = {r["name"]: r["outcome"] for r in runs[run].records}
     for line, ending in zip(verdicts(out)[:2], turned, strict=True):
@@ -453,3 +565,18 @@ def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
         line = next(x for x in out.splitlines() if x.startswith("  words whose two answers are different nouns"))
         assert line.split(")")[-1].split() == ["below", "50%", "above", "80%"]
         assert records["held-out words with two different nouns: blanks filled right"] == CONTRADICTS
+
+
+@pytest.mark.reads(DEFAULT, SNIPPET)
+def test_week2_10_says_of_trained_heads_what_this_run_shows(runs):
+    """week2/10's untrained heads point here, worded as this lesson's default run shows it: at its
+    seed two heads took the two roles; with four heads three took the same one (so other runs
+    need not: the page's caution, not a rule)."""
+    pointer = runs[SNIPPET].stdout
+    assert ("Trained in\n   week1/16_heads_take_roles.py at its seed, two heads took roles, one on the previous "
+            "word, one\n   on the nouns; other runs need not: with four heads there, three took the same role)"
+            ) in pointer
+    out, records = runs[DEFAULT].stdout, {r["name"]: r["outcome"] for r in runs[DEFAULT].records}
+    assert records["a head looks at the word just before"] == records["another head looks at the first noun"] == UPHOLDS
+    (roles,) = [line for line in out.splitlines() if line.startswith("  roles: ")]
+    assert max(int(n) for n in re.findall(r"(\d+) (?:on|with)", roles)) == 3, roles

@@ -24,10 +24,11 @@ import io
 import shutil
 import subprocess
 
+from common import OUTPUT_ROOT
+
 import pytest
 
 import run_all
-from common import OUTPUT_ROOT
 from tests.conftest import SCRATCH, SCRIPTS, lesson_run
 
 OTHER_CPUS = {

@@ -4,22 +4,25 @@ Page: ELI5 Part 3 "One block: mix, then think", first PyTorch snippet ("Each tok
 a query, key, and value ..."), and its claims "each row sums to 1" and "a word can only
 look back". Week 2, section 2 has the same mask.
 
-The snippet, as on the page: 4 tokens of width 8; q, k, v from three nn.Linear layers;
-scores = q k^T / sqrt(d_k); the future (upper triangle) filled with -inf; softmax over
-each row; out = weights @ v. The several-head version splits the same q, k, v into h
-heads of width 8 / h, runs the same masked attention in each, concatenates, and blends
-the heads with an output projection W_O ("The block blends them all": without W_O each
-output number would still come from one head only).
+    scores = q @ k.mT / d_k ** 0.5      then the future (the upper triangle) filled with -inf
+    weights = F.softmax(scores, dim=-1)   each row sums to 1
+    out = weights @ v
+    several heads: the same q, k, v cut into h heads of width d_model / h, the same masked
+    attention in each, the heads side by side (concat), blended by W_O
 
-Setup: torch.manual_seed(42) before the snippet (the page draws without a seed); W_O is
-an nn.Linear(d_model, d_model) built after the snippet's three.
+Prints the snippet's shapes and weights, each row's sum and the weight on future tokens,
+the heads' weights beside torch's own causal attention, and whether W_O blends every head
+into the output. Setup: the page's snippet with torch.manual_seed(42) first (the page draws
+without a seed); W_O is an nn.Linear(d_model, d_model) built after the snippet's three.
+Notes: week2/NOTES.md, section 10.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, int_range, lesson_parser
-from common.live import Blit, View, add_live, add_slider, need_window, show, whole_ticks
+from common import run
+from common.cli import SEED, int_range, knob, lesson_args
+from common.live import Blit, View, add_slider, show, whole_ticks
 from common.printing import vec
 from common.records import check
 
@@ -29,11 +32,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 SHOWN = 8  # rows, numbers per row and heads printed in full; longer ones are shortened
-
-
-def shown_rows(n):
-    """Which of n rows to print: all, or the first SHOWN - 1, a gap (None), and the last."""
-    return list(range(n)) if n <= SHOWN else [*range(SHOWN - 1), None, n - 1]
 
 
 def snippet(seq, d_model, seed):
@@ -76,68 +74,9 @@ def head_alone(W_O, concat, i, h):
         return F.linear(concat, keep, W_O.bias)
 
 
-def live_view(seq, d_model, h, seed):
-    """A head picker: that head's weights (causal), and the last token's output from W_O
-    reading that head alone beside W_O blending them all."""
-    _, q, k, v, mask, _, _, _ = snippet(seq, d_model, seed)
-    _, _, _, head_weights, _, concat = split_into_heads(q, k, v, h, mask)
-    W_O = nn.Linear(d_model, d_model)  # drawn after the snippet, as main() draws it
-    with torch.no_grad():
-        blended = W_O(concat)[-1].numpy()  # [d_model]: the last token, every head blended
-    from common.figures import plt  # only for the window: a run without --live skips its import
-    fig, (grid_ax, out_ax) = plt.subplots(1, 2, figsize=(12, 5.8))
-    fig.subplots_adjust(bottom=0.22, top=0.8, wspace=0.3)
-    slider = add_slider(fig, "head", 1, h, 1)
-    blit = Blit(fig)
-    blit.add(slider)
-    image = grid_ax.imshow(np.zeros((seq, seq)), cmap="viridis", vmin=0, vmax=1, interpolation="none")
-    grid_ax.set(xlabel="token it looks at", ylabel="token")
-    for axis in (grid_ax.xaxis, grid_ax.yaxis):
-        whole_ticks(axis, seq, first=1)  # tokens 1..seq
-    out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
-    alone_bars = out_ax.bar(np.arange(d_model) + 0.2, np.zeros(d_model), width=0.4, color="tab:orange",
-                            label="W_O, one head alone")
-    reach = max(abs(blended).max(), *(head_alone(W_O, concat, i, h)[-1].abs().max().item() for i in range(h)))
-    out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.6 * reach), title="the last token's new vector")
-    whole_ticks(out_ax.xaxis, d_model)
-    out_ax.axhline(0, color="0.5", linewidth=0.8)
-    out_ax.legend(loc="upper left", fontsize="small")  # above the tallest bar: the y range leaves it room
-    fig.suptitle(f"{h} untrained head{'s' * (h > 1)} over {seq} token{'s' * (seq > 1)}: each its own pattern, all "
-                 "causal; W_O blends them")
-    blit.add(image, *alone_bars, grid_ax.title)
-
-    def update(head):
-        i = int(head) - 1
-        w = head_weights[i].detach()
-        image.set_data(w.masked_fill(mask, float("nan")).numpy())
-        grid_ax.set_title(f"head {i + 1}, the last row's weights:\n{vec(w[-1], 2, shown=6)}")  # fits above the grid
-        for bar, height in zip(alone_bars, head_alone(W_O, concat, i, h)[-1].tolist(), strict=True):
-            bar.set_height(height)
-        blit.update()
-
-    slider.on_changed(update)
-    update(1)
-    return View(fig, {"head": slider}, blit)
-
-
-def main():
-    parser = lesson_parser(__file__, "The ELI5 single-head causal self-attention snippet, and a "
-                           "several-head version (ELI5 Part 3; Week 2, section 2).", try_it=[
-                               ("--heads 4", "four heads of width 2: each its own pattern, all causal"),
-                               ("--seq 6", "six tokens: a bigger staircase"),
-                               ("--seed 1", "other numbers; rows still sum to 1, the future still gets 0")])
-    parser.add_argument("--seq", type=int_range(1, 64), default=4, help="number of tokens")
-    parser.add_argument("--d-model", type=int_range(1, 512), default=8, help="token width (a multiple of --heads)")
-    parser.add_argument("--heads", type=int_range(1, 64), default=2,
-                        help="heads in the second part (must divide --d-model)")
-    parser.add_argument("--seed", type=SEED, default=42, help="torch seed")
-    add_live(parser, "a head picker: each head's weights, and W_O's output from that head alone and from all")
-    args = parser.parse_args()
+def lesson(args):
+    """The snippet's weights, then the same q, k, v split into heads and blended by W_O."""
     seq, d_model, h = args.seq, args.d_model, args.heads
-    if d_model % h:
-        parser.error(f"--d-model {d_model} is not divisible by --heads {h}")
-    if args.live:
-        need_window(parser)
     x, q, k, v, mask, scores, weights, out = snippet(seq, d_model, args.seed)
     print(f"x {list(x.shape)} -> q, k, v {list(q.shape)} -> scores {list(scores.shape)} -> out {list(out.shape)}")
     print(f"  ({seq} tokens of {d_model} numbers; a score for every token against every token; "
@@ -176,13 +115,88 @@ def main():
           f"head 1 only, the output would differ: {differs}" if h > 1 else
           f"W_O mixes the head's numbers into {list(blended.shape)}", differs if h > 1 else None, value=differs,
           threshold="the output read from head 1 alone differs (two heads or more)")
-    print("  (these heads are untrained: random weights, so their patterns are random too; trained heads")
-    print("   take roles, one on the previous word, one on the nouns: week1/16_heads_take_roles.py)")
+    print("  (these heads are untrained: random weights, so their patterns are random too. Trained in")
+    print("   week1/16_heads_take_roles.py at its seed, two heads took roles, one on the previous word, one")
+    print("   on the nouns; other runs need not: with four heads there, three took the same role)")
     # Each head has its own weight pattern over the same tokens; all obey the causal rule;
     # W_O then blends what the heads found into each token's new vector.
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, live window
+
+def shown_rows(n):
+    """Which of n rows to print: all, or the first SHOWN - 1, a gap (None), and the last."""
+    return list(range(n)) if n <= SHOWN else [*range(SHOWN - 1), None, n - 1]
+
+
+def live_view(seq, d_model, h, seed):
+    """A head picker: that head's weights (causal), and the last token's output from W_O
+    reading that head alone beside W_O blending them all."""
+    _, q, k, v, mask, _, _, _ = snippet(seq, d_model, seed)
+    _, _, _, head_weights, _, concat = split_into_heads(q, k, v, h, mask)
+    W_O = nn.Linear(d_model, d_model)  # drawn after the snippet, as lesson() draws it
+    with torch.no_grad():
+        blended = W_O(concat)[-1].numpy()  # [d_model]: the last token, every head blended
+    from common.figures import plt  # only for the window: a run without --live skips its import
+    fig, (grid_ax, out_ax) = plt.subplots(1, 2, figsize=(12, 5.8))
+    fig.subplots_adjust(bottom=0.22, top=0.8, wspace=0.3)
+    slider = add_slider(fig, "head", 1, h, 1)
+    blit = Blit(fig)
+    blit.add(slider)
+    image = grid_ax.imshow(np.zeros((seq, seq)), cmap="viridis", vmin=0, vmax=1, interpolation="none")
+    grid_ax.set(xlabel="token it looks at", ylabel="token")
+    for axis in (grid_ax.xaxis, grid_ax.yaxis):
+        whole_ticks(axis, seq, first=1)  # tokens 1..seq
+    out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
+    alone_bars = out_ax.bar(np.arange(d_model) + 0.2, np.zeros(d_model), width=0.4, color="tab:orange",
+                            label="W_O, one head alone")
+    reach = max(abs(blended).max(), *(head_alone(W_O, concat, i, h)[-1].abs().max().item() for i in range(h)))
+    out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.6 * reach), title="the last token's new vector")
+    whole_ticks(out_ax.xaxis, d_model)
+    out_ax.axhline(0, color="0.5", linewidth=0.8)
+    out_ax.legend(loc="upper left", fontsize="small")  # above the tallest bar: the y range leaves it room
+    fig.suptitle(f"{h} untrained head{'s' * (h > 1)} over {seq} token{'s' * (seq > 1)}: each its own pattern, all "
+                 "causal; W_O blends them")
+    blit.add(image, *alone_bars, grid_ax.title)
+
+    def update(head):
+        i = int(head) - 1
+        w = head_weights[i].detach()
+        image.set_data(w.masked_fill(mask, float("nan")).numpy())
+        grid_ax.set_title(f"head {i + 1}, the last row's weights:\n{vec(w[-1], 2, shown=6)}")  # fits above the grid
+        for bar, height in zip(alone_bars, head_alone(W_O, concat, i, h)[-1].tolist(), strict=True):
+            bar.set_height(height)
+        blit.update()
+
+    slider.on_changed(update)
+    update(1)
+    return View(fig, {"head": slider}, blit)
+
+
+DESCRIPTION = ("The ELI5 single-head causal self-attention snippet, and a several-head version (ELI5 Part 3; "
+               "Week 2, section 2).")
+KNOBS = [knob("--seq", type=int_range(1, 64), default=4, help="number of tokens"),
+         knob("--d-model", type=int_range(1, 512), default=8, help="token width (a multiple of --heads)"),
+         knob("--heads", type=int_range(1, 64), default=2, help="heads in the second part (must divide --d-model)"),
+         knob("--seed", type=SEED, default=42, help="torch seed")]
+TRY_IT = [("--heads 4", "four heads of width 2: each its own pattern, all causal"),
+          ("--seq 6", "six tokens: a bigger staircase"),
+          ("--seed 1", "other numbers; rows still sum to 1, the future still gets 0")]
+LIVE = "a head picker: each head's weights, and W_O's output from that head alone and from all"
+
+
+def limits(args):
+    if args.d_model % args.heads:
+        return f"--d-model {args.d_model} is not divisible by --heads {args.heads}"
+    return None
+
+
+def main():
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+    lesson(args)
     if args.live:
-        show(live_view, seq, d_model, h, args.seed)
+        show(live_view, args.seq, args.d_model, args.heads, args.seed)
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
