@@ -3,6 +3,7 @@ decoder layers, label smoothing, the schedule, Adam), its generation loop agains
 pass, the data its figure shows, its verdicts (the loss floor, the mask) in the cases that must
 flip them, and its output under the kernel settings that change training trajectories."""
 
+from common import OUTPUT_ROOT
 
 import numpy as np
 import pytest
@@ -11,7 +12,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import DEFAULT_RUNS, SCRATCH, lesson_run, load_script
+from tests.conftest import DEFAULT_RUNS, SCRATCH, SCRIPTS, lesson_run, load_script
 from tests.test_portability import RUNS as PORTABILITY_RUNS
 
 NAME = "week2/12_train_tiny_transformer"
@@ -23,6 +24,21 @@ NO_MASK = lesson_run(NAME, "--no-mask", "--figure", SCRATCH / "cheat.png")
 # --table changes only what is printed: the default figure is still saved (under the
 # check's folder, as a default run's)
 TABLE = lesson_run(NAME, "--table")
+
+# A learner's classic mistake planted in the lesson's attention (the 1/sqrt(d_k) dropped),
+# run at the defaults as the check runs it: the check itself must name the broken formula.
+RIGHT, WRONG = "/ math.sqrt(d_k)", ""
+PLANTED = SCRATCH / "planted_mistake.py"
+PLANTED.write_text("""
+import sys
+path, right, wrong = sys.argv[1:4]
+source = open(path, encoding="utf-8").read()
+assert source.count(right) == 1
+sys.argv = [path]
+exec(compile(source.replace(right, wrong), path, "exec"), {"__name__": "__main__", "__file__": path})
+""")
+DROPPED_SQRT = lesson_run(NAME, SCRIPTS[NAME], RIGHT, WRONG, path=PLANTED,
+                          env={OUTPUT_ROOT: str(SCRATCH / "planted")})  # its figure: not over the check's
 
 
 @pytest.fixture(scope="module")
@@ -413,6 +429,25 @@ def test_no_mask_flips_the_mask_verdict(runs):
     # the cross-attention still finds the mirror with the gold input in view: said on the spot
     assert ("  every row on the mirror L-1-t: yes (with the gold input in view, which also holds the answer: "
             "alone it wrote 0/200 right)") in cheat
+
+
+@pytest.mark.reads(DEFAULT_RUNS[NAME], NO_MASK, DROPPED_SQRT)
+def test_a_dropped_sqrt_d_k_fails_the_check_and_names_the_formula(runs):
+    """The lesson's attention against torch's, printed as a noise line: at the defaults and
+    without the mask, rounding; with 1/sqrt(d_k) dropped (a training that still learns, and
+    whose every verdict may still hold), the check itself fails and says the formula is wrong."""
+    source = SCRIPTS[NAME].read_text(encoding="utf-8")
+    assert source.count(RIGHT) == 1, f"{NAME} no longer contains {RIGHT!r}: update RIGHT"
+    for run in (DEFAULT_RUNS[NAME], NO_MASK):
+        noise = [line for line in runs[run].stdout.splitlines() if line.startswith("max |by hand - torch|=")]
+        assert len(noise) == 1 and run_all.is_noise(run_all.noise_value(noise[0])[1]), noise
+    golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
+    planted = runs[DROPPED_SQRT]
+    assert planted.returncode == 0, planted.stderr[-2000:]
+    assert not run_all.outputs_match(golden, planted.stdout)
+    reasons = run_all.refusals(NAME, golden, planted.stdout)
+    assert any("max |by hand - torch| should be float rounding noise" in reason and "the formula is wrong" in reason
+               for reason in reasons), reasons
 
 
 def test_the_loss_lines_say_no_on_either_side_of_the_floor_and_for_a_slow_start(tt):

@@ -41,7 +41,9 @@ Setup (choices the page does not make, and why):
     the alignment must show there. float32, torch's default (float64 would not make the
     training reproducible across CPUs either). tests/test_train_tiny_transformer.py checks
     attention() against nn.MultiheadAttention and both layers against torch's
-    nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (norm_first=False), same weights.
+    nn.TransformerEncoderLayer / nn.TransformerDecoderLayer (norm_first=False), same weights;
+    every run prints attention() against nn.MultiheadAttention on its trained weights (in
+    float64, so the line is 0 up to rounding unless the formula is wrong).
   - Training: 500 steps of 128 pairs. Warm-up w = 30 with a scale c = 0.7 (the paper:
     w = 4000, c = 1, for 100,000 steps), so lr peaks at step 30 at 0.0226 and is 0.0055 at
     step 500. Label smoothing eps = 0.1. Adam written out (building torch.optim.Adam
@@ -124,6 +126,7 @@ last two give the numbers of the second and the first):
 
 Exit status 0.
 """
+import copy
 import math
 import sys
 from pathlib import Path
@@ -459,6 +462,33 @@ def cross_attention_maps(model, src, tgt, causal=True):
     return decode(model, *encode(model, src), shift_right(tgt), causal)[1].mean(dim=1)
 
 
+@torch.no_grad()
+def attention_against_torch(model, src, tgt, causal=True):
+    """The largest difference between attention() and torch's nn.MultiheadAttention given the
+    same weights, over the model's three attention blocks on these pairs (their outputs and
+    every head's weights). In float64, so that only a wrong formula makes it more than rounding."""
+    model = copy.deepcopy(model).double()
+    dec_in = shift_right(tgt)
+    memory, src_mask = encode(model, src)  # [N, S, d]
+    x_src, x_dec = embed(model, src), embed(model, dec_in)  # [N, S, d], [N, T, d]
+    self_mask = padding_mask(dec_in) + (causal_mask(T) if causal else 0)
+    future = causal_mask(T) < 0 if causal else None  # torch's form of the same masks: True = hidden
+    blocks = [(model["encoder"]["self_attn"], x_src, x_src, src_mask, src == PAD, None),
+              (model["decoder"]["self_attn"], x_dec, x_dec, self_mask, dec_in == PAD, future),
+              (model["decoder"]["cross_attn"], x_dec, memory, src_mask, src == PAD, None)]
+    worst = 0.0
+    for W, x_q, x_kv, mask, padded, hidden in blocks:
+        mine, alpha = attention(x_q, x_kv, W, mask)
+        theirs = nn.MultiheadAttention(D_MODEL, HEADS, batch_first=True, dtype=torch.float64)
+        theirs.in_proj_weight.copy_(torch.cat([W[name].weight for name in ("W_Q", "W_K", "W_V")]))
+        theirs.in_proj_bias.copy_(torch.cat([W[name].bias for name in ("W_Q", "W_K", "W_V")]))
+        theirs.out_proj.load_state_dict(W["W_O"].state_dict())
+        out, weights = theirs(x_q, x_kv, x_kv, key_padding_mask=padded, attn_mask=hidden,
+                              average_attn_weights=False)  # [N, T_q, d], [N, h, T_q, T_k]
+        worst = max(worst, (mine - out).abs().max().item(), (alpha - weights).abs().max().item())
+    return worst
+
+
 def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
     """Left: one held-out string's cross-attention; right: the average over `count` strings
     of the same length (both NumPy [n, n], n = its length + 1 for </s>). Rows: target
@@ -715,6 +745,9 @@ def main():
     if args.table:
         print(f"  exact: {share:.1%} of the {int(lengths.sum()):,} rows; in the average, each row's largest weight "
               f"leads its second by {lead:.3f} or more")
+    print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand, against torch's nn.MultiheadAttention")
+    print("  with the same weights: all three attention blocks on the held-out pairs, outputs and weights (float64):")
+    print(f"max |by hand - torch|={attention_against_torch(model, held_src, held_tgt, causal):.8f}")
 
     print("\nthe causal mask (section 2): does what it learned with the answer key in view carry over to")
     print("writing on its own?")
