@@ -1,7 +1,9 @@
 """week2/12_train_tiny_transformer: its pieces against torch's (attention, the post-LN encoder and
 decoder layers, label smoothing, the schedule, Adam), its generation loop against one parallel
 pass, the data its figure shows, its verdicts (the loss floor, the mask) in the cases that must
-flip them, and its output under the kernel settings that change training trajectories."""
+flip them, its output under the kernel settings that change training trajectories, and a planted
+mistake in its attention that the check itself catches. No test trains a model in this process:
+what trained models do is read from declared runs (conftest.py), which run once a session."""
 
 from common import OUTPUT_ROOT
 
