@@ -10,6 +10,7 @@ import sys
 import numpy as np
 import pytest
 import torch
+import torch.nn as nn
 
 import run_all
 from tests.conftest import PARSERS, SCRIPTS, lesson_run, load_script, run_on_a_terminal
@@ -89,23 +90,48 @@ def test_teacher_forcing_with_its_own_guesses_is_writing_alone(lesson):
 
 
 def test_adam_step_is_torch_optim_adam(lesson):
+    """Adam on the weights as one vector (as_one_vector: each tensor a view into it, each
+    gradient a view into one gradient vector) moves every tensor as torch.optim.Adam does."""
     torch.manual_seed(0)
-    mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
-    theirs = [p.clone().requires_grad_() for p in mine]
-    start = [p.clone() for p in mine]
+    mine = [nn.Parameter(torch.randn(4, 3, dtype=torch.float64)), nn.Parameter(torch.randn(5, dtype=torch.float64))]
+    theirs = [nn.Parameter(p.detach().clone()) for p in mine]
+    start = [p.detach().clone() for p in mine]
+    w, g = lesson.as_one_vector(mine)
+    assert len(w) == 17 and all(torch.equal(p, p0) for p, p0 in zip(mine, start, strict=True))
     optimizer = torch.optim.Adam(theirs, lr=0.02)
-    moments = [(torch.zeros_like(p), torch.zeros_like(p)) for p in mine]
+    moments = torch.zeros_like(w), torch.zeros_like(w)
     steps = 30
     for step in range(1, steps + 1):
         lr = 0.02 * (1 - (step - 1) / steps)  # the script's falling learning rate
         for p, q in zip(mine, theirs, strict=True):
-            p.grad = torch.randn_like(p)
-            q.grad = p.grad.clone()
-        lesson.adam_step(mine, moments, step, lr)
+            q.grad = torch.randn_like(q)
+            p.grad.copy_(q.grad)  # p.grad is a view into g
+        lesson.adam_step(w, g, moments, step, lr)
         optimizer.param_groups[0]["lr"] = lr
         optimizer.step()
     assert max((p - q).abs().max().item() for p, q in zip(mine, theirs, strict=True)) < 1e-12
     assert min((p - p0).abs().max().item() for p, p0 in zip(mine, start, strict=True)) > 0.05  # they moved
+
+
+def test_the_fixed_context_decoder_in_one_call_is_the_cells_loop(lesson):
+    """Teacher forced, the fixed-context model runs its decoder as one call of torch's GRU loop
+    (fixed_context_decoder); step by step with its GRUCell, fed the same digits, it gives the
+    same scores, and the same gradients."""
+    x = torch.tensor([[3, 1, 4, 1, 5, 9, 2], [2, 7, 1, 8, 2, 8, 1]])
+    y_in = torch.cat([torch.full((2, 1), lesson.START), x[:, :-1]], dim=1)
+    model = lesson.build(hidden=8, seed=0).double()
+    fed = model["target_embed"](y_in)
+    c = torch.randn(2, 8, dtype=torch.float64)
+    at_once = lesson.fixed_context_decoder(model["decoder"], fed, c)
+    s, states = c, []
+    for t in range(x.shape[1]):
+        s = model["decoder"](torch.cat([fed[:, t], c], dim=-1), s)
+        states.append(torch.cat([s, c], dim=-1))
+    by_step = torch.stack(states, 1)
+    assert (at_once - by_step).abs().max() < 1e-12
+    weights = model["decoder"].weight_hh
+    grads = [torch.autograd.grad(out.pow(2).sum(), weights)[0] for out in (at_once, by_step)]
+    assert (grads[0] - grads[1]).abs().max() < 1e-12 and grads[0].abs().max() > 0
 
 
 def test_no_test_row_occurs_in_the_training_batches(lesson):

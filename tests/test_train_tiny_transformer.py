@@ -1,8 +1,11 @@
 """week2/12_train_tiny_transformer: its pieces against torch's (attention, the post-LN encoder and
 decoder layers, label smoothing, the schedule, Adam), its generation loop against one parallel
 pass, the data its figure shows, its verdicts (the loss floor, the mask) in the cases that must
-flip them, and its output under the kernel settings that change training trajectories."""
+flip them, its output under the kernel settings that change training trajectories, and a planted
+mistake in its attention that the check itself catches. No test trains a model in this process:
+what trained models do is read from declared runs (conftest.py), which run once a session."""
 
+from common import OUTPUT_ROOT
 
 import numpy as np
 import pytest
@@ -11,7 +14,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import DEFAULT_RUNS, SCRATCH, lesson_run, load_script
+from tests.conftest import DEFAULT_RUNS, SCRATCH, SCRIPTS, TRY_ITS, lesson_run, load_script
 from tests.test_portability import RUNS as PORTABILITY_RUNS
 
 NAME = "week2/12_train_tiny_transformer"
@@ -23,6 +26,38 @@ NO_MASK = lesson_run(NAME, "--no-mask", "--figure", SCRATCH / "cheat.png")
 # --table changes only what is printed: the default figure is still saved (under the
 # check's folder, as a default run's)
 TABLE = lesson_run(NAME, "--table")
+COPY = lesson_run(NAME, "--task", "copy")  # a "Try it" suggestion: the same run tests/test_cli.py reads
+
+# The lesson trained with plain cross-entropy (eps = 0) for 200 steps: its main() with
+# smoothed_loss swapped, run beside the others (not in this test process).
+PLAIN_LOSS = SCRATCH / "plain_cross_entropy.py"
+PLAIN_LOSS.write_text("""
+import importlib.util, sys
+path = sys.argv[1]
+spec = importlib.util.spec_from_file_location("lesson", path)
+lesson = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lesson)
+smoothed = lesson.smoothed_loss
+lesson.smoothed_loss = lambda logits, labels: smoothed(logits, labels, epsilon=0.0)
+sys.argv = [path, *sys.argv[2:]]
+lesson.main()
+""")
+PLAIN = lesson_run(NAME, SCRIPTS[NAME], "--steps", "200", path=PLAIN_LOSS)
+
+# A learner's classic mistake planted in the lesson's attention (the 1/sqrt(d_k) dropped),
+# run at the defaults as the check runs it: the check itself must name the broken formula.
+RIGHT, WRONG = "/ math.sqrt(d_k)", ""
+PLANTED = SCRATCH / "planted_mistake.py"
+PLANTED.write_text("""
+import sys
+path, right, wrong = sys.argv[1:4]
+source = open(path, encoding="utf-8").read()
+assert source.count(right) == 1
+sys.argv = [path]
+exec(compile(source.replace(right, wrong), path, "exec"), {"__name__": "__main__", "__file__": path})
+""")
+DROPPED_SQRT = lesson_run(NAME, SCRIPTS[NAME], RIGHT, WRONG, path=PLANTED,
+                          env={OUTPUT_ROOT: str(SCRATCH / "planted")})  # its figure: not over the check's
 
 
 @pytest.fixture(scope="module")
@@ -30,24 +65,9 @@ def tt():
     return load_script(NAME)
 
 
-def train(tt, task, steps=None):
-    """A training run in this process (default length unless `steps`), single-threaded as the
-    script runs: the model, the held-out pairs, their final evaluation, and the losses."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        sources, targets, held = tt.training_and_held_out(42, steps or tt.STEPS, task)
-        model, losses = tt.train(42, sources, targets, causal=True)
-    finally:
-        torch.set_num_threads(threads)
-    return model, held, tt.evaluate(model, *held), losses
-
-
-@pytest.fixture(scope="module")
-def reverse_model(tt):
-    return train(tt, "reverse")
-
-
+def lines_of(result):
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.splitlines()
 
 
 # ---------------------------------------------------------------- the pieces against torch's
@@ -279,18 +299,18 @@ def test_train_lets_a_caller_watch_every_step(tt):
     assert all(watched is model for *_, watched in seen)
 
 
-def test_the_floor_line_says_no_for_a_loss_below_the_floor(tt, monkeypatch, reverse_model):
+@pytest.mark.reads(DEFAULT_RUNS[NAME], PLAIN)
+def test_the_floor_line_says_no_for_a_loss_below_the_floor(tt, runs):
     """Plain cross-entropy (eps = 0) has no floor at 0.5372: its loss runs down towards 0, far
     below the smoothed floor. The line must say so; a one-sided `mean < floor + 0.01` said yes."""
     floor = tt.loss_floor()
-    assert tt.loss_lines(reverse_model[3], floor)[-1].endswith("to within 0.01: yes")  # smoothed: on the floor
-    smoothed = tt.smoothed_loss
-    monkeypatch.setattr(tt, "smoothed_loss", lambda logits, labels: smoothed(logits, labels, epsilon=0.0))
-    plain = train(tt, "reverse", steps=200)[3]
-    end = np.mean(plain[-20:])
+    smoothed = [line for line in lines_of(runs[DEFAULT_RUNS[NAME]]) if " at the floor " in line]
+    assert len(smoothed) == 1 and smoothed[0].endswith(f"at the floor {floor:.4f}, to within 0.01: yes")
+    plain = [line for line in lines_of(runs[PLAIN]) if " at the floor " in line]
+    assert len(plain) == 1, plain
+    end = float(plain[0].split("mean of steps 181-200: ")[1].split(";")[0])
     assert end < floor - 0.1  # far below the floor, so the one-sided test would have said yes
-    assert tt.loss_lines(plain, floor)[-1] == (f"  mean of steps 181-200: {end:.2f}; at the floor "
-                                               f"{floor:.4f}, to within 0.01: no")
+    assert plain[0] == f"  mean of steps 181-200: {end:.2f}; at the floor {floor:.4f}, to within 0.01: no"
 
 
 @pytest.mark.parametrize("causal, taught, kept, same, verdict", [
@@ -314,25 +334,42 @@ def test_mask_verdict(tt, causal, taught, kept, same, verdict):
 
 # ---------------------------------------------------------------- the trained model
 
-def test_training_reaches_every_held_out_string(reverse_model):
-    assert reverse_model[2]["exact"] == reverse_model[2]["forced_exact"] == reverse_model[2]["both_exact"] == 200
+@pytest.mark.reads(DEFAULT_RUNS[NAME])
+def test_training_reaches_every_held_out_string(runs):
+    lines = lines_of(runs[DEFAULT_RUNS[NAME]])
+    assert "held-out sequences decoded exactly: 200/200" in lines
+    assert ("  held-out strings right at every position with the gold prefix: 200/200; of those, written right "
+            "on its own: 200/200") in lines
 
 
-def test_generation_loop_agrees_with_one_teacher_forced_pass(tt, reverse_model):
-    model, (held_src, _), *_ = reverse_model
+@pytest.fixture(scope="module")
+def model(tt):
+    """A model whose every weight, bias and LayerNorm is off its starting value (untrained:
+    the generation loop and the parallel pass must agree whatever the weights)."""
+    return lesson_layers(tt, 42)
+
+
+@pytest.fixture(scope="module")
+def held(tt):
+    return tt.training_and_held_out(42, tt.EARLY, "reverse")[2]
+
+
+def test_generation_loop_agrees_with_one_teacher_forced_pass(tt, model, held):
+    held_src, _ = held
     written, step_scores = tt.generate(model, held_src)  # one token at a time
     read = torch.cat([torch.full((len(held_src), 1), tt.BOS), written[:, :-1]], dim=1)
     with torch.no_grad():
         parallel = tt.decode(model, *tt.encode(model, held_src), read)[0]  # every position at once
         peeking = tt.decode(model, *tt.encode(model, held_src), read, causal=False)[0]
+    assert written.shape[1] > 1  # it wrote more than one token before every string had ended
     assert (parallel - step_scores).abs().max().item() < 1e-5
     assert torch.equal(parallel[..., tt.EOS:].argmax(-1) + tt.EOS, written)
     # the same pass without the mask lets position t see the tokens written after it
     assert (peeking - step_scores).abs().max().item() > 0.1
 
 
-def test_prefix_by_prefix_is_the_loop_on_the_gold_input(tt, reverse_model):
-    model, (held_src, held_tgt), *_ = reverse_model
+def test_prefix_by_prefix_is_the_loop_on_the_gold_input(tt, model, held):
+    held_src, held_tgt = held
     dec_in, real = tt.shift_right(held_tgt), held_tgt != tt.PAD
     one_by_one = tt.prefix_by_prefix(model, held_src, dec_in)
     with torch.no_grad():
@@ -343,36 +380,49 @@ def test_prefix_by_prefix_is_the_loop_on_the_gold_input(tt, reverse_model):
 
 
 def figure_data(tt, model, held, task):
+    """(the maps plot() was given, the arrays its two images show, the cells its red boxes
+    mark, its title and where that title sits)."""
     held_src, held_tgt = held
     maps = tt.cross_attention_maps(model, held_src, held_tgt)
     full = (held_src > tt.EOS).sum(1) == tt.MAX_LEN
     example = int(full.nonzero()[0, 0])
     n = tt.MAX_LEN + 1
-    fig = tt.plot(maps[example, :n, :n].numpy(), maps[full][:, :n, :n].mean(0).numpy(), held_src[example],
-                  held_tgt[example], int(full.sum()), task)
+    given = maps[example, :n, :n].numpy(), maps[full][:, :n, :n].mean(0).numpy()
+    fig = tt.plot(*given, held_src[example], held_tgt[example], int(full.sum()), task)
     shown = [np.asarray(ax.images[0].get_array()) for ax in fig.axes[:2]]
+    boxes = [sorted((round(p.get_y() + 0.5), round(p.get_x() + 0.5)) for p in ax.patches) for ax in fig.axes[:2]]
     fig.canvas.draw()
     title = fig.get_suptitle(), fig._suptitle.get_window_extent().y1, fig.bbox.y1
     tt.plt.close(fig)
-    return shown, title
+    return given, shown, boxes, title
 
 
-def test_figure_shows_every_row_reading_its_mirror(tt, reverse_model):
-    model, held, *_ = reverse_model
-    (one, mean), (title, title_top, figure_top) = figure_data(tt, model, held, "reverse")
+@pytest.mark.parametrize("task", ["reverse", "copy"])
+def test_figure_draws_the_maps_it_is_given_and_boxes_the_cells_to_read(tt, model, held, task):
+    (one, mean), shown, boxes, (title, title_top, figure_top) = figure_data(tt, model, held, task)
     assert one.shape == mean.shape == (tt.MAX_LEN + 1, tt.MAX_LEN + 1)
+    assert np.array_equal(shown[0], one) and np.array_equal(shown[1], mean)
     np.testing.assert_allclose(one.sum(1), 1, atol=1e-5)  # a full-length string has no padding
     np.testing.assert_allclose(mean.sum(1), 1, atol=1e-5)
-    rows = mean[: tt.MAX_LEN].argmax(1)
-    assert rows.tolist() == tt.mirror(tt.MAX_LEN, "reverse").tolist() == [5, 4, 3, 2, 1, 0]
+    cells = sorted(enumerate(tt.mirror(tt.MAX_LEN, task).tolist()))  # (row t, the source position it must read)
+    assert boxes == [cells, cells]
+    assert cells[0] == ((0, 5) if task == "reverse" else (0, 0))
     assert "positions count from 0" in title and title_top <= figure_top - 5  # said, and clear of the edge
 
 
-def test_copy_task_learns_the_diagonal(tt):
-    model, held, result, _ = train(tt, "copy")
-    assert result["exact"] == 200
-    (_, mean), _ = figure_data(tt, model, held, "copy")
-    assert mean[: tt.MAX_LEN].argmax(1).tolist() == [0, 1, 2, 3, 4, 5]
+@pytest.mark.reads(DEFAULT_RUNS[NAME], COPY)
+def test_reversing_reads_the_mirror_and_copying_the_diagonal(runs):
+    """What the figure's right panel shows, as the runs print it: the rows of the averaged
+    cross-attention peak on the mirror when reversing, on the diagonal when copying, and
+    every held-out string comes out right either way."""
+    assert COPY in TRY_ITS[NAME]
+    reverse, copy = lines_of(runs[DEFAULT_RUNS[NAME]]), lines_of(runs[COPY])
+    for lines, peaks, what in ((reverse, "5 4 3 2 1 0", "mirror L-1-t"), (copy, "0 1 2 3 4 5", "same position t")):
+        assert "held-out sequences decoded exactly: 200/200" in lines
+        assert any(line.startswith("  averaged over the ") and line.endswith(f"look most at source positions {peaks}")
+                   for line in lines)
+        assert f"  every row on the {what}: yes" in lines
+        assert f"  held-out rows whose largest weight is on the {what}: at least 80%: yes" in lines
 
 
 # ---------------------------------------------------------------- the script's output
@@ -415,6 +465,25 @@ def test_no_mask_flips_the_mask_verdict(runs):
             "alone it wrote 0/200 right)") in cheat
 
 
+@pytest.mark.reads(DEFAULT_RUNS[NAME], NO_MASK, DROPPED_SQRT)
+def test_a_dropped_sqrt_d_k_fails_the_check_and_names_the_formula(runs):
+    """The lesson's attention against torch's, printed as a noise line: at the defaults and
+    without the mask, rounding; with 1/sqrt(d_k) dropped (a training that still learns, and
+    whose every verdict may still hold), the check itself fails and says the formula is wrong."""
+    source = SCRIPTS[NAME].read_text(encoding="utf-8")
+    assert source.count(RIGHT) == 1, f"{NAME} no longer contains {RIGHT!r}: update RIGHT"
+    for run in (DEFAULT_RUNS[NAME], NO_MASK):
+        noise = [line for line in lines_of(runs[run]) if line.startswith("max |by hand - torch|=")]
+        assert len(noise) == 1 and run_all.is_noise(run_all.noise_value(noise[0])[1]), noise
+    golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
+    planted = runs[DROPPED_SQRT]
+    assert planted.returncode == 0, planted.stderr[-2000:]
+    assert not run_all.outputs_match(golden, planted.stdout)
+    reasons = run_all.refusals(NAME, golden, planted.stdout)
+    assert any("max |by hand - torch| should be float rounding noise" in reason and "the formula is wrong" in reason
+               for reason in reasons), reasons
+
+
 def test_the_loss_lines_say_no_on_either_side_of_the_floor_and_for_a_slow_start(tt):
     floor = tt.loss_floor()
     for end, says in ((floor + 0.02, "no"), (floor - 0.02, "no"), (floor + 0.005, "yes"), (floor - 0.005, "yes")):
@@ -428,16 +497,22 @@ def test_the_exposure_line_says_no_without_a_gap(tt):
     assert tt.exposure_line({"forced": 0.90, "free": 0.88}).endswith("at least 5 points worse: no")
 
 
-def test_rows_on_the_mirror_are_measured_not_assumed(tt, reverse_model):
-    """The reversing model looks at the mirror; held to the copy task's diagonal, or untrained,
-    it does not: the 80% line can say no."""
-    model, (held_src, held_tgt), _, _ = reverse_model
+def test_rows_on_the_mirror_are_measured_not_assumed(tt, held):
+    """Maps that read the mirror, the diagonal, or nothing in particular (uniform): the share
+    on the mirror is 1 only for the first, so the 80% line can say no."""
+    held_src, _ = held
     lengths = (held_src > tt.EOS).sum(1)
-    trained = tt.cross_attention_maps(model, held_src, held_tgt)
-    untrained = tt.cross_attention_maps(tt.build_model(42), held_src, held_tgt)
-    assert tt.share_on_mirror(trained, lengths, "reverse") >= 0.8
-    assert tt.share_on_mirror(trained, lengths, "copy") < 0.5
-    assert tt.share_on_mirror(untrained, lengths, "reverse") < 0.5
+    N, S = held_src.shape
+    reading = {"reverse": torch.zeros(N, S, S), "copy": torch.zeros(N, S, S)}
+    for k, L in enumerate(lengths.tolist()):
+        for task, maps in reading.items():
+            maps[k, torch.arange(L), tt.mirror(L, task)] = 1.0
+    uniform = torch.full((N, S, S), 1 / S)
+    assert tt.share_on_mirror(reading["reverse"], lengths, "reverse") == 1.0
+    assert tt.share_on_mirror(reading["copy"], lengths, "copy") == 1.0
+    assert tt.share_on_mirror(reading["copy"], lengths, "reverse") < 0.5
+    assert tt.share_on_mirror(reading["reverse"], lengths, "copy") < 0.5
+    assert tt.share_on_mirror(uniform, lengths, "reverse") < 0.5
 
 
 def test_the_bands_are_cut_where_they_say(tt):
