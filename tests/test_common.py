@@ -52,3 +52,40 @@ def test_a_check_prints_its_line_and_records_its_outcome(capsys):
     assert [r["outcome"] for r in got] == ["upholds the page", "contradicts the page", "not tested here"]
     with pytest.raises(ValueError):
         check("a | b", "x", True)  # a name is one field of the golden checks file
+
+
+def test_adam_step_is_torchs_adam_to_the_last_bit():
+    """common.blocks.adam_step against torch.optim.Adam (its plain single-tensor path) over 30
+    steps on weights of three shapes, one of them never given a gradient."""
+    torch = pytest.importorskip("torch")
+    from common.blocks import adam_state, adam_step
+    generator = torch.Generator().manual_seed(0)
+    ours = [torch.randn(shape, generator=generator) for shape in ((4, 3), (7,), (2, 2))]
+    theirs = [w.clone().requires_grad_() for w in ours]
+    optimiser = torch.optim.Adam(theirs, lr=0.01, betas=(0.9, 0.98), eps=1e-9, foreach=False)
+    state = adam_state(ours)
+    for step in range(1, 31):
+        grads = [torch.randn(w.shape, generator=generator) for w in ours[:2]] + [None]
+        for w, g in zip(theirs, grads, strict=True):
+            w.grad = g
+        optimiser.step()
+        adam_step(ours, grads, state, step, lr=0.01, betas=(0.9, 0.98), eps=1e-9)
+        assert all(torch.equal(a, b.detach()) for a, b in zip(ours, theirs, strict=True))
+    assert not torch.equal(ours[0], theirs[0].detach() + 1e-6)  # (the comparison can fail)
+
+
+def test_the_shared_mask_and_table_are_the_lessons_that_teach_them():
+    """causal_mask as week2/01 builds it, sinusoidal_pe as week2/03 writes the formula (a
+    table with pair index i in place of 2i would be 0.5 or more away)."""
+    torch = pytest.importorskip("torch")
+    from common.blocks import causal_mask, sinusoidal_pe
+
+    from tests.conftest import load_script
+    mask_lesson, table_lesson = load_script("week2/01_causal_mask"), load_script("week2/03_sinusoidal_pe")
+    for T in (1, 4, 9):
+        blocked = torch.as_tensor(mask_lesson.causal_mask(T) == 1)  # the lesson's cells to block
+        mask = causal_mask(T)
+        assert torch.equal(mask == -torch.inf, blocked) and torch.equal(mask == 0, ~blocked)
+    for max_len, d in ((10, 4), (50, 16), (7, 64)):
+        gap = sinusoidal_pe(max_len, d, torch.float64) - torch.as_tensor(table_lesson.sinusoidal_pe(max_len, d))
+        assert gap.abs().max() < 1e-12  # numpy's sin and torch's round their last bits apart
