@@ -163,22 +163,11 @@ def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
     assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
-def test_adam_step_is_torch_optim_adam(cd):
-    # week1/NOTES.md, section 15: the Adam written out, held to torch's
-    torch.manual_seed(0)
-    mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
-    theirs = [p.clone().requires_grad_() for p in mine]
-    start = [p.clone() for p in mine]
-    optimizer = torch.optim.Adam(theirs, lr=cd.LR, betas=cd.BETAS, eps=cd.ADAM_EPS)
-    state = {"m": [torch.zeros_like(p) for p in mine], "v": [torch.zeros_like(p) for p in mine]}
-    for step in range(1, 31):
-        for p, q in zip(mine, theirs, strict=True):
-            p.grad = torch.randn_like(p)
-            q.grad = p.grad.clone()
-        cd.adam_step(mine, state, step, cd.LR)
-        optimizer.step()
-    assert max((p - q).abs().max().item() for p, q in zip(mine, theirs, strict=True)) < 1e-12
-    assert min((p - p0).abs().max().item() for p, p0 in zip(mine, start, strict=True)) > 0.05  # they moved
+def test_its_adam_is_the_shared_one(cd):
+    """The training's optimiser is common.blocks.adam_step, which tests/test_common.py holds
+    to torch.optim.Adam to the last bit."""
+    from common import blocks
+    assert cd.adam_step is blocks.adam_step and cd.adam_state is blocks.adam_state
 
 
 def test_the_answer_is_the_word_pointing_the_same_way(cd):

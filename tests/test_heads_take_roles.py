@@ -195,24 +195,11 @@ def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
     torch.testing.assert_close(knocked, mha(x, x, x, attn_mask=future)[0], rtol=0, atol=1e-12)
 
 
-def test_adam_step_is_torch_optim_adam(ht):
-    # week1/NOTES.md, section 16: the Adam written out, held to torch's
-    torch.manual_seed(0)
-    mine = [torch.randn(4, 3, dtype=torch.float64), torch.randn(5, dtype=torch.float64)]
-    theirs = [p.clone().requires_grad_() for p in mine]
-    start = [p.clone() for p in mine]
-    optimizer = torch.optim.Adam(theirs, lr=ht.LR)
-    state = {"m": [torch.zeros_like(p) for p in mine], "v": [torch.zeros_like(p) for p in mine]}
-    for step in range(1, 31):
-        lr = ht.LR * (1 - (step - 1) / 30)  # the script's falling learning rate
-        for p, q in zip(mine, theirs, strict=True):
-            p.grad = torch.randn_like(p)
-            q.grad = p.grad.clone()
-        ht.adam_step(mine, state, step, lr)
-        optimizer.param_groups[0]["lr"] = lr
-        optimizer.step()
-    assert max((p - q).abs().max().item() for p, q in zip(mine, theirs, strict=True)) < 1e-12
-    assert min((p - p0).abs().max().item() for p, p0 in zip(mine, start, strict=True)) > 0.05  # they moved
+def test_its_adam_is_the_shared_one(ht):
+    """The training's optimiser is common.blocks.adam_step, which tests/test_common.py holds
+    to torch.optim.Adam to the last bit."""
+    from common import blocks
+    assert ht.adam_step is blocks.adam_step and ht.adam_state is blocks.adam_state
 
 
 def test_positions_are_week2_03s_table_and_the_mask_hides_the_future(ht):

@@ -27,6 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import REPO_ROOT, run
+from common.blocks import adam_state, adam_step
 from common.cli import SEED, int_range, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, show
@@ -198,17 +199,6 @@ def build_model(seed, usual=False):
     return {name: w.requires_grad_() for name, w in model.items()}
 
 
-@torch.no_grad()
-def adam_step(params, state, step, lr, betas=BETAS, eps=ADAM_EPS):
-    """One Adam update of every weight, as torch.optim.Adam does it (written out: building
-    torch.optim.Adam imports torch._dynamo, seconds on this machine)."""
-    b1, b2 = betas
-    for p, m, v in zip(params, state["m"], state["v"], strict=True):
-        m.mul_(b1).add_(p.grad, alpha=1 - b1)  # running mean of the gradient g
-        v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # running mean of g^2
-        p.addcdiv_(m, (v / (1 - b2 ** step)).sqrt_().add_(eps), value=-lr / (1 - b1 ** step))
-
-
 def train(seed, data, hide_adjective=False, usual=False):
     """Train from scratch on the training batches of data (from make_data); return the model.
     usual: the model with the usual layer 2 (forward_usual) in place of the fetch."""
@@ -217,7 +207,7 @@ def train(seed, data, hide_adjective=False, usual=False):
     model = build_model(seed, usual)
     answer = forward_usual if usual else forward
     params = list(model.values())
-    state = {"m": [torch.zeros_like(p) for p in params], "v": [torch.zeros_like(p) for p in params]}
+    state = adam_state(params)
     with Progress("training step" + " (the usual layer 2)" * usual, steps) as progress:
         for step in range(1, steps + 1):
             scores, _, _ = answer(model, train_tokens[step - 1], hide_adjective)
@@ -225,7 +215,8 @@ def train(seed, data, hide_adjective=False, usual=False):
             for p in params:
                 p.grad = None
             loss.backward()
-            adam_step(params, state, step, LR)
+            with torch.no_grad():
+                adam_step(params, [p.grad for p in params], state, step, LR, BETAS, ADAM_EPS)
             progress.update(step)
     return model
 

@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import REPO_ROOT, run
+from common.blocks import adam_state, adam_step, causal_mask, sinusoidal_pe
 from common.cli import SEED, int_range, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, show
@@ -71,22 +72,6 @@ def forward(model, tokens, heads, knock_out=()):
     out, alpha = self_attention(x, model, heads, knock_out)
     z = x + out  # [B, T, d]
     return z @ model["read_a"], z @ model["read_b"], alpha
-
-
-def sinusoidal_pe(max_len, d):
-    """[max_len, d]: PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i), w_i = 10000^(-2i/d)."""
-    p = torch.arange(max_len, dtype=torch.float64)[:, None]
-    i = torch.arange(d // 2, dtype=torch.float64)[None, :]  # the pair index
-    omega = 10000.0 ** (-2 * i / d)
-    pe = torch.zeros(max_len, d, dtype=torch.float64)
-    pe[:, 0::2] = torch.sin(p * omega)
-    pe[:, 1::2] = torch.cos(p * omega)
-    return pe.float()
-
-
-def causal_mask(T):
-    """[T, T]: -inf above the diagonal (a later word: the future), 0 elsewhere."""
-    return torch.triu(torch.full((T, T), -math.inf), diagonal=1)
 
 
 PE, MASK = sinusoidal_pe(T_MAX, D_MODEL), causal_mask(T_MAX)  # made once, sliced to a batch's length
@@ -198,19 +183,6 @@ def build_model(seed, d=D_MODEL):
     return {name: w.requires_grad_() for name, w in model.items()}
 
 
-@torch.no_grad()
-def adam_step(params, state, step, lr, betas=(0.9, 0.999), eps=1e-8):
-    """One Adam update (torch.optim.Adam's rule, written out: building torch.optim.Adam
-    imports torch._dynamo, about a second here). A weight with no gradient stays put."""
-    b1, b2 = betas
-    for p, m, v in zip(params, state["m"], state["v"], strict=True):
-        if p.grad is None:
-            continue
-        m.mul_(b1).add_(p.grad, alpha=1 - b1)  # m = b1 m + (1 - b1) g
-        v.mul_(b2).addcmul_(p.grad, p.grad, value=1 - b2)  # v = b2 v + (1 - b2) g^2
-        p.sub_(lr * (m / (1 - b1 ** step)) / ((v / (1 - b2 ** step)).sqrt() + eps))
-
-
 def loss_of(model, tokens, blanks, heads, task):
     """Cross-entropy of each blank the task asks for (blanks: {"a": [B, T], "b": [B, T]}), added."""
     scores = dict(zip("ab", forward(model, tokens, heads)[:2], strict=True))
@@ -223,7 +195,7 @@ def train(seed, heads, task, stream):
     learning rate LR falling linearly to 0. Returns the model."""
     model = build_model(seed)
     params = list(model.values())
-    state = {"m": [torch.zeros_like(p) for p in params], "v": [torch.zeros_like(p) for p in params]}
+    state = adam_state(params)
     steps = len(stream)
     before, first, _ = answers(stream.view(-1, stream.shape[-1]))
     blanks = {"a": before.view(stream.shape), "b": first.view(stream.shape)}  # [steps, BATCH, T] each
@@ -233,7 +205,8 @@ def train(seed, heads, task, stream):
             for p in params:
                 p.grad = None
             loss.backward()
-            adam_step(params, state, step, LR * (1 - (step - 1) / steps))
+            with torch.no_grad():
+                adam_step(params, [p.grad for p in params], state, step, LR * (1 - (step - 1) / steps))
             progress.update(step)
     return model
 
