@@ -60,18 +60,10 @@ def test_masked_self_attention_is_torchs(tf):
     assert (tf.masked_self_attention(a, w) - theirs).abs().max() < 1e-12
 
 
-def test_adam_is_torchs(tf):
-    mine = tf.starting_weights(5)
-    theirs = mine.clone().requires_grad_()
-    optimizer = torch.optim.Adam([theirs], lr=tf.LR, betas=tf.BETAS, eps=tf.EPS)
-    m, v = torch.zeros_like(mine), torch.zeros_like(mine)
-    g = torch.Generator().manual_seed(1)
-    for step in range(1, 8):
-        grad = torch.randn(mine.shape, generator=g, dtype=torch.float64)
-        tf.adam_step(mine, grad, m, v, step)
-        theirs.grad = grad.clone()
-        optimizer.step()
-    assert (mine - theirs.detach()).abs().max() < 1e-12
+def test_its_adam_is_the_shared_one(tf):
+    """common.blocks.adam_step, which tests/test_common.py holds to torch.optim.Adam."""
+    from common import blocks
+    assert tf.adam_step is blocks.adam_step
 
 
 def test_the_decoder_looks_only_back(tf):

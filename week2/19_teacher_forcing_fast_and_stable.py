@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import adam_state, adam_step, causal_mask
 from common.cli import SEED, int_range, knob, lesson_args
 from common.records import check, said
 
@@ -44,7 +45,7 @@ LEARNED = 0.75  # a decoder has learned the task: above this share of totals rig
 NOT_YET = 0.5  # it has not: below this share
 JUMP = 0.25  # a loss curve jumps: the loss rises more than this above its lowest so far
 SLIP_AT = 2  # the slip handed in: the total before place 3 (index 2) is off by one
-MASK = torch.triu(torch.full((T, T), -math.inf, dtype=torch.float64), diagonal=1)  # [T, T] hides later places
+MASK = causal_mask(T, torch.float64)  # [T, T]: -inf hides later places (week2/01)
 
 
 def totals(x):
@@ -88,7 +89,7 @@ def own_guesses(w, x, passes, given=None):
     return y_in
 
 
-# ---------------------------------------------------------------- the weights and Adam
+# ---------------------------------------------------------------- the weights
 
 SHAPES = {"E_y": (11, D), "E_x": (10, D), "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),
           "W_1": (D, 2 * D), "b_1": (2 * D,), "W_2": (2 * D, D), "W_out": (D, 10)}
@@ -106,13 +107,6 @@ def starting_weights(seed):
 def views(flat):
     pieces = flat.split([math.prod(shape) for shape in SHAPES.values()])
     return {name: piece.view(shape) for (name, shape), piece in zip(SHAPES.items(), pieces, strict=True)}
-
-
-def adam_step(flat, grad, m, v, step):
-    """m, v: running means of the gradient and its square; the step is about lr per weight."""
-    m.mul_(BETAS[0]).add_(grad, alpha=1 - BETAS[0])
-    v.mul_(BETAS[1]).addcmul_(grad, grad, value=1 - BETAS[1])
-    flat.sub_(LR * (m / (1 - BETAS[0] ** step)) / ((v / (1 - BETAS[1] ** step)).sqrt() + EPS))
 
 
 # ---------------------------------------------------------------- training and measuring
@@ -135,7 +129,7 @@ def train(seed, batches, teacher_forced):
     """Adam from the seed's start; each step's decoder input is the gold prefix or the
     decoder's own guesses. Returns the weights, the loss at every step, the passes per step."""
     flat = starting_weights(seed).requires_grad_()
-    m, v, losses, passes = torch.zeros_like(flat), torch.zeros_like(flat), [], [0]
+    state, losses, passes = adam_state([flat]), [], [0]
     for step, x in enumerate(batches, start=1):
         y = totals(x)
         w = views(flat)
@@ -143,7 +137,7 @@ def train(seed, batches, teacher_forced):
         loss = F.cross_entropy(decoder(w, x, y_in, passes).transpose(1, 2), y)
         (grad,) = torch.autograd.grad(loss, flat)
         with torch.no_grad():
-            adam_step(flat, grad, m, v, step)
+            adam_step([flat], [grad], state, step, LR, BETAS, EPS)
         losses.append(loss.item())
     return flat.detach(), losses, passes[0] / len(batches)
 

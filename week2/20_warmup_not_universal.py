@@ -90,7 +90,8 @@ def losses(x, y, w, runs):
 
 def adam_step(W, grad, m, v, step, lr):
     """m, v: running means of the gradient and its square; each weight moves about lr.
-    lr [R]: each training's own rate, on the axis of W that holds the trainings."""
+    lr [R]: each training's own rate, on the axis of W that holds the trainings (a tensor of
+    rates, which common.blocks.adam_step, one float rate, cannot take: hence this copy)."""
     m.mul_(BETAS[0]).add_(grad, alpha=1 - BETAS[0])
     v.mul_(BETAS[1]).addcmul_(grad, grad, value=1 - BETAS[1])
     W.sub_(lr * (m / (1 - BETAS[0] ** step)) / ((v / (1 - BETAS[1] ** step)).sqrt() + EPS))
