@@ -108,13 +108,19 @@ class Ledger:
         else:
             self.disagree += 1
             mark, outcome = "DISAGREE", RECORD_CONTRADICTS
-        print(f"  {what}: computed {shown}; page {page}; {mark}")
+        line = f"  {what}: computed {shown}; page {page}; {mark}"
+        if len(line) > WIDTH:  # the answer on a line of its own, under its question
+            line = f"  {what}:\n      computed {shown}; page {page}; {mark}"
+        if max(map(len, line.splitlines())) > WIDTH:  # and the page's value on one more
+            line = f"  {what}:\n      computed {shown};\n      page {page}; {mark}"
+        print(line)
         record(f"{self.title}: {what}", shown, threshold, outcome)
 
     def skip(self, what, why):
         """A page answer this run cannot compute: say why instead of printing the answer."""
         self.not_computed += 1
-        print(f"  {what}: not computed: {why}")
+        line = f"  {what}: not computed: {why}"
+        print(line if len(line) <= WIDTH else f"  {what}:\n      not computed: {why}")
         record(f"{self.title}: {what}", why=why)
 
     def belief(self, number, belief, experiment, page_world, belief_world):
@@ -158,6 +164,6 @@ class Ledger:
             return 1 if self.contradicted or self.undecided else 0
         recomputed = self.agree + self.disagree + self.known_page_errors
         print(f"\nworked values recomputed: {recomputed}; agree with the page: {self.agree}; "
-              f"page known to differ: {self.known_page_errors}; disagree: {self.disagree}; "
+              f"page known to differ: {self.known_page_errors}; disagree: {self.disagree};\n"
               f"not computable from the page: {self.not_computed}")
         return 1 if self.disagree else 0

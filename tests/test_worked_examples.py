@@ -3,6 +3,7 @@ page's inputs, so the same section fed a wrong operation prints DISAGREE; as wri
 value agrees and the default runs exit 0."""
 import math
 
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
 from common.report import Ledger
 
 import numpy as np
@@ -16,14 +17,14 @@ W2 = load_script("week2/09_worked_examples")
 
 
 def run(section, capsys, **operations):
-    """Run one section with the given operations; return {line label: its mark}."""
-    section(Ledger(), **operations)
-    marks = {}
-    for line in capsys.readouterr().out.splitlines():
-        if ": computed " in line:
-            label, _, rest = line.strip().partition(": computed ")
-            marks[label] = rest.rsplit("; ", 1)[1]
-    return marks
+    """Run one section with the given operations; return {line label: its mark}, read from
+    the section's records (a record's name is the section's title, ': ', the line's label)."""
+    with collected() as got:
+        section(Ledger(), **operations)
+    capsys.readouterr()
+    marks = {UPHOLDS: "agree", CONTRADICTS: "DISAGREE", NOT_TESTED: "PAGE DIFFERS"}
+    return {entry["name"].split(": ", 1)[1]: marks[entry["outcome"]] for entry in got
+            if entry.get("why") is None}
 
 
 def disagreeing(marks):
@@ -168,4 +169,5 @@ def test_default_run_agrees_everywhere(outputs, name):
     result = outputs[name]
     assert result.returncode == 0, result.stderr
     assert "DISAGREE" not in result.stdout
-    assert "; disagree: 0; " in result.stdout.splitlines()[-1]
+    assert "; disagree: 0;" in result.stdout.splitlines()[-2]
+    assert all(entry["outcome"] != CONTRADICTS for entry in result.records)
