@@ -93,6 +93,20 @@ def test_an_unbounded_tag_or_a_bounded_contrast_flips_the_verdict(monkeypatch, c
     assert status == 1 and "index tag leaves [-1, 1], rotation fails on it: False" in verdicts[0]
 
 
+def test_the_rotation_gaps_are_rounding_far_below_the_threshold():
+    """The default run's gaps (week2/NOTES.md, section 14: 1.1e-13) are float64 rounding, far
+    below the verdict's 1e-6; and the lesson's table is common/blocks.py's, to rounding."""
+    from common.blocks import sinusoidal_pe
+
+    module = load_script(NEW[1])
+    np = module.np
+    pe = module.sinusoidal_pe(np.arange(100_001), 4)
+    assert max(module.rotation_gap(pe, k, 50) for k in (1, 3, 1000)) < 1e-12 < module.TOLERANCE == 1e-6
+    for d in (4, 16):
+        shared = sinusoidal_pe(1000, d, torch.float64).numpy()
+        assert np.abs(module.sinusoidal_pe(np.arange(1000), d) - shared).max() < 1e-12
+
+
 # week2/15: residual gradient
 
 PAGE_15 = "Verdict: as the page says: the residual path carried the gradient down; the plain stack lost it"
