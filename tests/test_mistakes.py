@@ -10,6 +10,8 @@ import math
 import re
 from pathlib import Path
 
+from common.records import CONTRADICTS as RECORD_CONTRADICTS
+from common.records import NOT_TESTED, UPHOLDS
 from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, MOVES, moved, verdict, yes
 
 import pytest
@@ -17,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import load_script
+from tests.conftest import SCRIPTS, load_script
 
 W1, W2 = load_script("week1/08_mistakes_shown"), load_script("week2/11_mistakes_shown")
 F64 = torch.float64
@@ -210,12 +212,68 @@ def test_the_docstring_is_short_and_its_notes_are_where_it_says(week):
 
 @pytest.mark.parametrize("week", NAMES)
 def test_untested_bullets_are_named_in_the_notes_and_the_output(runs, week):
-    listed = re.findall(r'^  - "(.+?) \(section \d\)": ', runs[week].stdout, flags=re.M)
+    untested = runs[week].stdout.split("\nBullets no computation here can settle:\n")[1]
+    listed = re.findall(r'^  - "(.+?) \(section \d\)": ', untested, flags=re.M)
     assert listed
     written = " ".join(notes_section(NAMES[week]).split()).lower()
     for bullet in listed:
         assert bullet.lower() in written, bullet
     assert f"bullets no computation here can settle (listed above): {len(listed)}" in runs[week].stdout
+
+
+# ---------------------------------------------------------------- bullets another lesson runs
+
+SCRIPT = {"week1": W1, "week2": W2}
+ELSEWHERE = [(week, bullet, lesson, checks, shows) for week, script in SCRIPT.items()
+             for bullet, lesson, checks, shows in script.ANOTHER_LESSON_RUNS]
+
+
+def disagreements(records, checks, shows):
+    """What a lesson's records hold against a mistakes line that names them: each named check
+    not made or with another outcome than the line reports; each share (90%) the line quotes
+    that the thresholds of those checks do not."""
+    made = {r["name"]: r for r in records}
+    found = [f'"{name}": {made[name]["outcome"] if name in made else "not made"}, the line says {outcome}'
+             for name, outcome in checks.items() if name not in made or made[name]["outcome"] != outcome]
+    thresholds = " ".join(str(made[name].get("threshold")) for name in checks if name in made)
+    return found + [f"{share}: in no threshold of those checks" for share in re.findall(r"\d+%", shows)
+                    if share not in thresholds]
+
+
+@pytest.mark.parametrize(("week", "bullet", "lesson", "checks", "shows"), ELSEWHERE,
+                         ids=[f"{week}-{lesson}" for week, _, lesson, _, _ in ELSEWHERE])
+def test_a_bullet_another_lesson_runs_has_there_the_outcome_its_line_says(outputs, week, bullet, lesson, checks,
+                                                                           shows):
+    """The line names a lesson and its checks (as in expected_outputs/<lesson>.checks.txt):
+    that lesson's default run, the check's own, makes them with the outcome the line reports."""
+    result = outputs[lesson]
+    assert result.returncode == 0, result.stderr[-600:]
+    assert disagreements(result.records, checks, shows) == []
+
+
+def test_a_check_that_turned_vanished_or_changed_its_threshold_disagrees_with_the_line():
+    name = "a weight is not a guaranteed explanation"
+    shows = "answers at least 90% right, looks at the noun in fewer than 90%"
+    made = {"name": name, "outcome": UPHOLDS, "threshold": "the usual layer 2: at least 90% right, fewer than 90% "
+            "looking hardest at the noun it means"}
+    assert disagreements([made], {name: UPHOLDS}, shows) == []
+    assert disagreements([{**made, "outcome": RECORD_CONTRADICTS}], {name: UPHOLDS}, shows)
+    assert disagreements([{**made, "outcome": NOT_TESTED}], {name: UPHOLDS}, shows)
+    assert disagreements([], {name: UPHOLDS}, shows)
+    assert disagreements([{**made, "threshold": "at least 80% right"}], {name: UPHOLDS}, shows)
+    assert disagreements([made], {name: NOT_TESTED}, shows)
+
+
+@pytest.mark.parametrize("week", NAMES)
+def test_each_bullet_another_lesson_runs_is_printed_with_its_command_and_named_in_the_notes(runs, week):
+    printed = " ".join(runs[week].stdout.split("\nBullets another lesson runs")[1]
+                       .split("\nBullets no computation here can settle:")[0].split())
+    written = " ".join(notes_section(NAMES[week]).split()).lower()
+    assert SCRIPT[week].ANOTHER_LESSON_RUNS
+    for bullet, lesson, _, shows in SCRIPT[week].ANOTHER_LESSON_RUNS:
+        assert lesson in SCRIPTS, lesson
+        assert f'- "{bullet}": python {lesson}.py shows {" ".join(shows.split())}' in printed
+        assert bullet.lower() in written and lesson in written, bullet
 
 
 def test_moved_means_a_change_bigger_than_its_tolerance_or_another_shape():

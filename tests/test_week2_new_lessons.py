@@ -5,6 +5,7 @@ import sys
 import pytest
 import torch
 
+from run_all import ROOT
 from tests.conftest import SCRIPTS, TRY_ITS, load_script
 
 NEW = ["week2/13_count_without_biases", "week2/14_positions_beyond_training",
@@ -91,6 +92,47 @@ def test_an_unbounded_tag_or_a_bounded_contrast_flips_the_verdict(monkeypatch, c
     status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, index_tag=lambda p, d, seen: module.np.tanh(
         module.index_tag(p, d, seen)))
     assert status == 1 and "index tag leaves [-1, 1], rotation fails on it: False" in verdicts[0]
+
+
+def test_the_verdict_is_about_the_tags_and_leaves_their_use_to_week2_12(monkeypatch, capsys):
+    """The verdict judges the tags only; whether a trained model uses them is recorded as not
+    tested here and points at week2/12, which exists. A wrong table flips the tags' verdict
+    (worded by the settings) and leaves the model's line not tested."""
+    from common.records import collected
+
+    module = load_script(NEW[1])
+    np = module.np
+    tags, model = "tags can be computed for unseen positions: bounded, d/2, rotating", \
+        "a trained model uses the tags well past its training lengths"
+    with collected() as got:
+        status, verdicts = run_main(NEW[1], [], monkeypatch, capsys)
+    assert status == 0 and verdicts == ["Verdict: as the page says: the TAGS exist past position 49 and are "
+                                        "well-formed: in [-1, 1],"]
+    assert {r["name"]: r["outcome"] for r in got} == {tags: "upholds the page", model: "not tested here"}
+    assert module.WEEK2_12 == f"python {SCRIPTS['week2/12_train_tiny_transformer'].relative_to(ROOT).as_posix()}"
+
+    def slipped_pe(positions, d):  # the coordinate c where the pair index i belongs
+        angle = positions[:, None] * 10000.0 ** (-2 * np.arange(d) / d)[None, :]
+        return np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
+
+    with collected() as got:
+        status, verdicts = run_main(NEW[1], ["--d-model", "16"], monkeypatch, capsys, sinusoidal_pe=slipped_pe)
+    assert status == 1 and verdicts[0].startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
+    assert {r["name"]: r["outcome"] for r in got} == {tags: "contradicts the page", model: "not tested here"}
+
+
+def test_the_rotation_gaps_are_rounding_far_below_the_threshold():
+    """The default run's gaps (week2/NOTES.md, section 14: 1.1e-13) are float64 rounding, far
+    below the verdict's 1e-6; and the lesson's table is common/blocks.py's, to rounding."""
+    from common.blocks import sinusoidal_pe
+
+    module = load_script(NEW[1])
+    np = module.np
+    pe = module.sinusoidal_pe(np.arange(100_001), 4)
+    assert max(module.rotation_gap(pe, k, 50) for k in (1, 3, 1000)) < 1e-12 < module.TOLERANCE == 1e-6
+    for d in (4, 16):
+        shared = sinusoidal_pe(1000, d, torch.float64).numpy()
+        assert np.abs(module.sinusoidal_pe(np.arange(1000), d) - shared).max() < 1e-12
 
 
 # week2/15: residual gradient

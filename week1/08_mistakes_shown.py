@@ -10,22 +10,25 @@ only if the page's world behaves as the page says and the belief's world, measur
 way, does not; CONTRADICTS THE PAGE if the page's world misbehaves; if both look alike, the
 experiment proved nothing and says so.
 
-Prints, page section by page section, each belief: the experiment, what the measurement saw
-in each world, the verdict; then the bullets no computation can settle, and why; then the
-tally. Exit status 0 when every verdict is "as the page says", 1 otherwise.
+Prints, section by section, each belief: the experiment, what it saw in each world, the
+verdict; then the bullets another lesson runs (its command, what it shows) and those no
+computation can settle (why); the tally. Exit status 0 when every verdict is "as the page
+says", 1 otherwise.
 Setup: torch float64; each measurement starts from torch.manual_seed(--seed), so both worlds
 see the same inputs; "moves" means by more than 1e-9.
 Notes: week1/NOTES.md, section 08.
 """
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec
-from common.report import MOVES, Finding, Ledger, moved, yes
+from common.records import UPHOLDS, record
+from common.report import MOVES, WIDTH, Finding, Ledger, moved, yes
 
 import torch
 import torch.nn as nn
@@ -689,17 +692,39 @@ def section_7(ledger):
 
 # ---------------------------------------------------------------- the lesson, in the page's order
 
+# Bullets a training in another lesson runs: (bullet, lesson, {that lesson's check: the
+# outcome this line reports}, what its run shows). The check is named as in
+# expected_outputs/<lesson>.checks.txt; tests/test_mistakes.py reads the lesson's default run
+# and holds each check to the outcome here, so a line says no more than that run shows.
+ANOTHER_LESSON_RUNS = [
+    ("A weight is a guaranteed explanation (section 2)", "week1/15_context_decides",
+     {"a weight is not a guaranteed explanation": UPHOLDS},
+     'it wrong, as the page says: its usual layer 2 answers at least 90% of the held-out sentences right while '
+     '"it" looks hardest at the noun it means in fewer than 90%'),
+    ("Heads find distinct, readable roles (section 5)", "week1/16_heads_take_roles",
+     {"heads need not find distinct, readable roles": UPHOLDS},
+     "it wrong, as the page says: trained with 4 heads, a head knocked out alone breaks no blank (the other "
+     "heads do what it does, or it does nothing the blanks need)"),
+]
+
+
+def bullets_another_lesson_runs(ledger):
+    """The page's bullets a training in another lesson settles: the command and what it shows."""
+    ledger.section("Bullets another lesson runs (its command shows it):")
+    for bullet, lesson, checks, shows in ANOTHER_LESSON_RUNS:
+        line = f'- "{bullet}": python {lesson}.py shows {shows}'.replace("python ", "python\0")  # \0: no break
+        print(textwrap.fill(line, WIDTH, initial_indent="  ", subsequent_indent="    ", break_long_words=False,
+                            break_on_hyphens=False).replace("\0", " "))
+        record(f"bullet: {bullet}", why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
+
+
 def bullets_no_computation_settles(ledger):
-    """The page's bullets that no measurement here can settle, each with the reason."""
+    """The page's bullets that no measurement can settle, each with the reason."""
     ledger.section("Bullets no computation here can settle:")
     ledger.untested("Seq2seq means exactly two RNNs and one vector (section 1)",
-                    "this is about what the word seq2seq covers, not something a number can show")
+                    "what a word covers, not a number")
     ledger.untested("Long sentences always get worse (section 1)",
                     "needs trained translators and many real sentences of each length; this run has neither")
-    ledger.untested("A weight is a guaranteed explanation (section 2)",
-                    "what a weight explains is a reader's judgement; no measurement computes it")
-    ledger.untested("Heads find distinct, readable roles (section 5)",
-                    "needs trained models and a person reading their heads")
 
 
 def lesson(args):
@@ -713,6 +738,7 @@ def lesson(args):
     section_5(ledger)
     section_6(ledger, args.seed)
     section_7(ledger)
+    bullets_another_lesson_runs(ledger)
     bullets_no_computation_settles(ledger)
     # Each verdict came from one measurement that answered differently in the belief's world:
     # that second line is what makes each "as the page says" worth something.

@@ -11,21 +11,24 @@ only if the page's world behaves as the page says and the belief's world, measur
 way, does not; CONTRADICTS THE PAGE if the page's world misbehaves; if both look alike, the
 experiment proved nothing and says so.
 
-Prints, page section by page section, each belief: the experiment, what the measurement saw
-in each world, the verdict; then the bullets no computation can settle, and why; then the
-tally. Exit status 0 when every verdict is "as the page says", 1 otherwise.
+Prints, section by section, each belief: the experiment, what it saw in each world, the
+verdict; then the bullets another lesson runs (its command, what it shows) and those no
+computation can settle (why); the tally. Exit status 0 when every verdict is "as the page
+says", 1 otherwise.
 Setup: torch float64; each measurement starts from torch.manual_seed(--seed), so both worlds
 see the same inputs; "moves" means by more than 1e-9; the small decoder is untrained.
 Notes: week2/NOTES.md, section 11.
 """
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec
-from common.report import MOVES, Finding, Ledger, moved, yes
+from common.records import NOT_TESTED, UPHOLDS, record
+from common.report import MOVES, WIDTH, Finding, Ledger, moved, yes
 
 import torch
 import torch.nn as nn
@@ -668,16 +671,38 @@ def section_8(ledger, seed):
 
 # ---------------------------------------------------------------- the lesson, in the page's order
 
+# Bullets a run in another lesson settles or answers in part: (bullet, lesson, {that lesson's
+# check: the outcome this line reports}, what its run shows). The check is named as in
+# expected_outputs/<lesson>.checks.txt; tests/test_mistakes.py reads the lesson's default run
+# and holds each check to the outcome here, so a line says no more than that run shows.
+ANOTHER_LESSON_RUNS = [
+    ("Sinusoidal tags guarantee good length extrapolation (section 5)", "week2/14_positions_beyond_training",
+     {"tags can be computed for unseen positions: bounded, d/2, rotating": UPHOLDS,
+      "a trained model uses the tags well past its training lengths": NOT_TESTED},
+     "well-formed tags at every position it checks, far past the ones training saw, as the page says they can be "
+     "computed; it trains no model: whether one uses them well past its training lengths is empirical, and "
+     "week2/12 measures it on its trained model (python week2/12_train_tiny_transformer.py)"),
+    ("Warm-up is a universal stability proof (section 7)", "week2/20_warmup_not_universal",
+     {"warm-up is not a universal stability proof": UPHOLDS},
+     "it wrong, as the page says: on one small training, a run broke with warm-up in place, and one trained "
+     "well without it"),
+]
+
+
+def bullets_another_lesson_runs(ledger):
+    """The page's bullets a run in another lesson answers: the command and what it shows."""
+    ledger.section("Bullets another lesson runs (its command shows it):")
+    for bullet, lesson, checks, shows in ANOTHER_LESSON_RUNS:
+        line = f'- "{bullet}": python {lesson}.py shows {shows}'.replace("python ", "python\0")  # \0: no break
+        print(textwrap.fill(line, WIDTH, initial_indent="  ", subsequent_indent="    ", break_long_words=False,
+                            break_on_hyphens=False).replace("\0", " "))
+        record(f"bullet: {bullet}", why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
+
+
 def bullets_no_computation_settles(ledger):
-    """The page's bullets that no measurement here can settle, each with the reason."""
+    """The page's bullets that no measurement can settle, each with the reason."""
     ledger.section("Bullets no computation here can settle:")
-    ledger.untested("Sinusoidal tags guarantee good length extrapolation (section 5)",
-                    "the formula gives tags for any position; whether a trained model copes with positions "
-                    "it never saw is found by training one and testing it on longer inputs")
-    ledger.untested("Original BERT used pre-LN (section 6)",
-                    "a fact about one published model's code; there is no BERT here to look inside")
-    ledger.untested("Warm-up is a universal stability proof (section 7)",
-                    "one training run shows one case, never a proof, and its path differs from CPU to CPU")
+    ledger.untested("Original BERT used pre-LN (section 6)", "one published model's code; no BERT runs here")
     ledger.untested("Only the encoder gets position tags (section 8)",
                     "torch's nn.Transformer takes vectors with tags already added, so it has no tagging step "
                     "to inspect")
@@ -698,6 +723,7 @@ def lesson(args):
     section_6(ledger, args.seed)
     section_7(ledger)
     section_8(ledger, args.seed)
+    bullets_another_lesson_runs(ledger)
     bullets_no_computation_settles(ledger)
     # Each verdict came from one measurement that answered differently in the belief's world:
     # that second line is what makes each "as the page says" worth something.

@@ -2,38 +2,36 @@
 
 Page: Week 2, section 5 "Sinusoidal positional encoding: a tag for where am I?", and its
 "Mistakes people make": tags can be computed for unseen positions (whether a model uses
-them well is an empirical question, not settled here); mixing up the coordinate index and
-the pair index i; forgetting that positions start at zero.
+them well is empirical); mixing up the coordinate index and the pair index i; forgetting
+that positions start at zero.
 
     PE(p, 2i) = sin(p w_i),   PE(p, 2i+1) = cos(p w_i),   w_i = 10000^(-2i/d)
 
-i is the PAIR index, 0 .. d/2 - 1; the COORDINATES 2i and 2i + 1 share one speed w_i.
-The formula is a function of p, not a table learnt during training, so a position far past
-the longest training sentence gets a tag at once. What stays true there, checked below for
-every position up to --up-to: every entry lies in [-1, 1]; the squared length is d/2 (one
-sin^2 + cos^2 = 1 per pair); and PE(p + k) = R(k) PE(p), where R(k) turns pair i by the
-angle k w_i and is built from k alone. A tag that is just the position number scaled to
-the training length, p / (L - 1), is measured with the same code for contrast: it leaves
-[-1, 1] as soon as p passes the training length, and R(k) does not relate its tags.
+i is the PAIR index, 0 .. d/2 - 1; coordinates 2i and 2i + 1 share one speed w_i. The
+formula is a function of p, not a table learnt in training, so a position past the longest
+training sentence gets a tag at once. Checked for every position up to --up-to: entries in
+[-1, 1]; squared length d/2; PE(p + k) = R(k) PE(p), R(k) built from k alone. A tag p / (L - 1)
+(the position scaled to the training length) is measured the same way for contrast.
 
-Setup (choices the page does not give): d = 4, the page's hand-check width; training
-sentences of up to 50 words, so positions 0..49 were seen; every position up to 100,000
-is evaluated, in float64. The rotation check's max |...| lines are float rounding: they
-grow with p and d, about 1e-13 up to p = 100,000 with d = 4 and 1e-10 up to two million
-with d = 16, so they print as 0.00000000; the verdict's threshold is 1e-6.
+Prints which index is which and the two slips, the tags' bounds and lengths at seen and
+unseen positions, the rotation gaps, and a verdict on the TAGS only: whether a trained model
+USES them well past its training lengths is empirical, measured in week2/12, not here.
+Setup: d = 4 (the page's hand-check), positions 0..49 taken as seen, every position up to
+100,000 in float64; nothing is trained. Notes: week2/NOTES.md, section 14.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import check_size, int_range, lesson_parser
+from common.cli import int_range, knob, lesson_args, too_big
 from common.printing import readable, vec
-from common.records import check
+from common.records import check, said
 
 import numpy as np
 
-TOLERANCE = 1e-6  # a rotation gap above this is not rounding
+TOLERANCE = 1e-6  # a gap above this is not rounding (float64 leaves about 1e-13 here)
+WEEK2_12 = "python week2/12_train_tiny_transformer.py"  # the lesson that trains a model and measures its lengths
 
 
 def omega(d):
@@ -66,10 +64,17 @@ def rotation(k, d):
     return R
 
 
-def index_table(d, far):
-    """The coordinate / pair / function / speed table, one row per coordinate."""
+def rotation_gap(tags, k, seen):
+    """max over unseen p (p + k still in the table) of |tag(p + k) - R(k) tag(p)|."""
+    p = np.arange(seen, len(tags) - k)  # p and p + k both unseen
+    return np.abs(tags[p + k] - tags[p] @ rotation(k, tags.shape[1]).T).max()
+
+
+def show_indices(d, far):
+    """The coordinate / pair / function / speed table, one row per coordinate, and the two slips."""
     pe = sinusoidal_pe(np.array([0, 1, far]), d)  # [3, d]
     rows = range(d) if d <= 8 else [*range(4), None, d - 2, d - 1]
+    print(f"Which index is which, d={d} (positions start at 0):")
     print(f"  {'coordinate':>10}  {'pair i':>6}  {'function':<13}{'omega_i':>12}"
           f"{'PE(0)':>9}{'PE(1)':>9}{f'PE({far:,})':>14}")
     for c in rows:
@@ -80,93 +85,108 @@ def index_table(d, far):
         function = f"{'sin' if c % 2 == 0 else 'cos'}(p w_{i})"
         print(f"  {c:>10}  {i:>6}  {function:<13}{omega(d)[i]:>12.6f}"
               f"{pe[0, c]:>9.4f}{pe[1, c]:>9.4f}{pe[2, c]:>14.4f}")
-
-
-def main():
-    parser = lesson_parser(__file__, "Sinusoidal position tags for positions never seen in training: "
-                           "bounded, length d/2, the same rotations; the pair index i vs the coordinate "
-                           "(Week 2, section 5).", try_it=[
-                               ("--d-model 16", "wider tags: more pairs, each slower; every property still holds"),
-                               ("--seen 10 --up-to 1000000", "a million positions past ten seen ones: "
-                                "still in [-1, 1], still the same rotations"),
-                               ("--offset 1 2 5000", "a jump of 5,000 positions is still one fixed rotation")])
-    parser.add_argument("--d-model", type=int_range(2, 1024), default=4,
-                        help="d, even: numbers per tag (above 80, the size limit may ask for a smaller --up-to or "
-                        "fewer --offset values)")
-    parser.add_argument("--seen", type=int_range(2, 100_000), default=50,
-                        help="training sentence length: positions 0..seen-1 were seen (below --up-to)")
-    parser.add_argument("--up-to", type=int_range(3, 2_000_000), default=100_000,
-                        help="last position evaluated; every position up to it is checked (at least --seen)")
-    parser.add_argument("--offset", type=int_range(1, 100_000), nargs="+", default=[1, 3, 1000],
-                        help="offsets k for the rotation check PE(p+k) = R(k) PE(p) (each at most --up-to minus "
-                        "--seen)")
-    args = parser.parse_args()
-    d, seen, up_to = args.d_model, args.seen, args.up_to
-    if d % 2:
-        parser.error(f"--d-model must be even (sin/cos pairs), got {d}")
-    if up_to <= seen:
-        parser.error(f"--up-to {up_to} must be past the last seen position, --seen {seen} minus 1")
-    if max(args.offset) > up_to - seen:
-        parser.error(f"--offset must be at most --up-to minus --seen ({up_to - seen}), "
-                     "so that p and p + k are both unseen positions")
-    check_size(parser, numbers=(up_to + 1) * d, work=(up_to + 1) * d * (len(args.offset) * d + 2),
-               knobs=("--up-to", "--d-model", "--offset (fewer values)"))
-
-    print(f"Which index is which, d={d} (positions start at 0):")
-    index_table(d, up_to)
-    pe01 = sinusoidal_pe(np.array([0, 1]), d)
     slip = 10000.0 ** (-2 * np.arange(d) / d)  # the slip: the coordinate index put where i belongs
     slipped = np.where(np.arange(d) % 2 == 0, np.sin(slip), np.cos(slip))  # "PE(1)" with that slip
-    print(f"  the first word is position 0: PE(0)={vec(pe01[0])}; counting from 1 would give it "
-          f"{vec(pe01[1])}")
+    print(f"  the first word is position 0: PE(0)={vec(pe[0])}; counting from 1 would give it {vec(pe[1])}")
     print(f"  putting the coordinate c (0..{d - 1}) where the pair index i belongs, 10000^(-2c/d), "
           f"gives PE(1)={vec(slipped)}:")
     print("  then a sin and its cos no longer share one speed, so no pair turns like a clock hand")
 
-    positions = np.arange(up_to + 1)  # [P]
-    unseen = positions >= seen
-    print(f"\nTraining saw positions 0..{seen - 1}; the tags of every position 0..{up_to:,} are computed.")
+
+def show_bounds(tags, seen, up_to):
+    """Smallest and largest entry and squared length of each tag [P, d], seen vs unseen
+    positions; returns {tag name: every entry in [-1, 1]}."""
+    unseen = np.arange(up_to + 1) >= seen  # [P]
     print(f"  {'tag':<22}{'positions':<22}{'smallest entry':>15}{'largest entry':>15}"
           f"{'squared length':>22}")
-    pe = sinusoidal_pe(positions, d)  # [P, d]
-    bounded = {}
-    for name, table in (("sinusoidal", pe), (f"index p/{seen - 1}", index_tag(positions, d, seen))):
+    for name, table in tags.items():
         for where, rows in ((f"seen 0..{seen - 1}", ~unseen), (f"unseen {seen}..{up_to:,}", unseen)):
             part = table[rows]  # [P_part, d]
             sq_len = (part ** 2).sum(axis=1)
             print(f"  {name:<22}{where:<22}{part.min():>15.4f}{part.max():>15.4f}"
                   f"{readable(sq_len.min()):>11}..{readable(sq_len.max())}")
-        bounded[name] = bool((np.abs(table) <= 1).all())
+    return {name: bool((np.abs(table) <= 1).all()) for name, table in tags.items()}
+
+
+def lesson(args):
+    """The index table and its slips; the tags' bounds, lengths and rotations past the seen positions."""
+    d, seen, up_to = args.d_model, args.seen, args.up_to
+    show_indices(d, up_to)
+
+    positions = np.arange(up_to + 1)  # [P]
+    pe = sinusoidal_pe(positions, d)  # [P, d]
+    index = index_tag(positions, d, seen)  # [P, d]: the contrast, measured the same way
+    contrast = f"index p/{seen - 1}"
+    print(f"\nSay training saw positions 0..{seen - 1} (no model is trained here). Tags of every position "
+          f"0..{up_to:,}:")
+    bounded = show_bounds({"sinusoidal": pe, contrast: index}, seen, up_to)
     print(f"  (sinusoidal: squared length d/2 = {d / 2:g}, since every sin/cos pair adds sin^2 + cos^2 = 1;")
     print(f"   the index tag is 1 at the last seen position and {up_to / (seen - 1):,.4f} at "
           f"position {up_to:,}: a value training never showed)")
 
-    gaps, index_gaps = {}, {}
-    index = index_tag(positions, d, seen)  # the contrast, measured the same way
+    gaps = {k: rotation_gap(pe, k, seen) for k in args.offset}
+    index_gaps = {k: rotation_gap(index, k, seen) for k in args.offset}
     for k in args.offset:
-        p = positions[seen: up_to + 1 - k]  # p and p + k both unseen
-        gaps[k] = np.abs(pe[p + k] - pe[p] @ rotation(k, d).T).max()
-        index_gaps[k] = np.abs(index[p + k] - index[p] @ rotation(k, d).T).max()
         print(f"max |PE(p+{k}) - R({k}) PE(p)|={gaps[k]:.8f}")
     print(f"  (over every unseen p with p + k <= {up_to:,}; R(k) is built from k alone)")
     print("  the same check on the index tag: |tag(p+k) - R(k) tag(p)| reaches "
           + ", ".join(f"{index_gaps[k]:,.4f} for k={k}" for k in args.offset))
 
-    sq_len = (pe ** 2).sum(axis=1)
+    sq_len = (pe ** 2).sum(axis=1)  # [P]
     sinusoid_ok = bounded["sinusoidal"] and np.abs(sq_len - d / 2).max() < TOLERANCE and \
         max(gaps.values()) < TOLERANCE
-    index_leaves = not bounded[f"index p/{seen - 1}"] and min(index_gaps.values()) > TOLERANCE
+    index_leaves = not bounded[contrast] and min(index_gaps.values()) > TOLERANCE
+    holds = sinusoid_ok and index_leaves
     check("tags can be computed for unseen positions: bounded, d/2, rotating",
-          "Verdict: as the page says: unseen positions get tags in [-1, 1], of squared length d/2,\n"
-          f"  related by the same rotations (gaps below {TOLERANCE:g}); the index tag leaves [-1, 1] and no rotation "
-          "relates it" if sinusoid_ok and index_leaves else
-          f"Verdict: CONTRADICTS THE PAGE: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
-          f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}", sinusoid_ok and index_leaves,
+          f"Verdict: {said(holds)}: the TAGS exist past position {seen - 1} and are well-formed: in [-1, 1],\n"
+          f"  of squared length d/2, related by the same rotations (gaps below {TOLERANCE:g}), as the formula\n"
+          "  guarantees; the index tag leaves [-1, 1] and no rotation relates it" if holds else
+          f"Verdict: {said(holds)}: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
+          f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}", holds,
           value=f"rotation gaps {max(gaps.values()):.2g} (sinusoid), {min(index_gaps.values()):.2g} (index tag)",
           threshold=f"the sinusoid's in [-1, 1], d/2 and rotation within {TOLERANCE:g}; the index tag's not")
-    # Computable is not the same as useful: a model trained on positions 0..49 has never
-    # seen these tags, and whether it handles them well has to be measured, not assumed.
-    return 0 if sinusoid_ok and index_leaves else 1
+    # Computable is not the same as useful: no model here has ever seen these tags.
+    check("a trained model uses the tags well past its training lengths",
+          f"Whether a trained model USES these tags well past its training lengths is empirical: {said(None)}\n"
+          f"  here; week2/12 measures it on its trained model ({WEEK2_12}).", None,
+          threshold=f"empirical: measured by {WEEK2_12}, not by this lesson")
+    return 0 if holds else 1
+
+
+# ---------------------------------------------------------------- optional: knobs and Try it
+
+DESCRIPTION = ("Sinusoidal position tags for positions never seen in training: bounded, length d/2, the same "
+               "rotations; the pair index i vs the coordinate (Week 2, section 5).")
+KNOBS = [knob("--d-model", type=int_range(2, 1024), default=4,
+              help="d, even: numbers per tag (above 80, the size limit may ask for a smaller --up-to or "
+              "fewer --offset values)"),
+         knob("--seen", type=int_range(2, 100_000), default=50,
+              help="training sentence length: positions 0..seen-1 were seen (below --up-to)"),
+         knob("--up-to", type=int_range(3, 2_000_000), default=100_000,
+              help="last position evaluated; every position up to it is checked (at least --seen)"),
+         knob("--offset", type=int_range(1, 100_000), nargs="+", default=[1, 3, 1000],
+              help="offsets k for the rotation check PE(p+k) = R(k) PE(p) (each at most --up-to minus --seen)")]
+TRY_IT = [("--d-model 16", "wider tags: more pairs, each slower; every property still holds"),
+          ("--seen 10 --up-to 1000000", "a million positions past ten seen ones: "
+           "still in [-1, 1], still the same rotations"),
+          ("--offset 1 2 5000", "a jump of 5,000 positions is still one fixed rotation")]
+
+
+def limits(args):
+    d, seen, up_to = args.d_model, args.seen, args.up_to
+    if d % 2:
+        return f"--d-model must be even (sin/cos pairs), got {d}"
+    if up_to <= seen:
+        return f"--up-to {up_to} must be past the last seen position, --seen {seen} minus 1"
+    if max(args.offset) > up_to - seen:
+        return (f"--offset must be at most --up-to minus --seen ({up_to - seen}), "
+                "so that p and p + k are both unseen positions")
+    return too_big(numbers=(up_to + 1) * d, work=(up_to + 1) * d * (len(args.offset) * d + 2),
+                   knobs=("--up-to", "--d-model", "--offset (fewer values)"))
+
+
+def main():
+    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
 
 
 if __name__ == "__main__":
