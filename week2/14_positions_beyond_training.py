@@ -87,9 +87,10 @@ def show_indices(d, far):
               f"{pe[0, c]:>9.4f}{pe[1, c]:>9.4f}{pe[2, c]:>14.4f}")
     slip = 10000.0 ** (-2 * np.arange(d) / d)  # the slip: the coordinate index put where i belongs
     slipped = np.where(np.arange(d) % 2 == 0, np.sin(slip), np.cos(slip))  # "PE(1)" with that slip
-    print(f"  the first word is position 0: PE(0)={vec(pe[0])}; counting from 1 would give it {vec(pe[1])}")
-    print(f"  putting the coordinate c (0..{d - 1}) where the pair index i belongs, 10000^(-2c/d), "
-          f"gives PE(1)={vec(slipped)}:")
+    print(f"  the first word is position 0: PE(0)={vec(pe[0])};\n"
+          f"    counting from 1 would give it {vec(pe[1])}")
+    print(f"  putting the coordinate c (0..{d - 1}) where the pair index i belongs, 10000^(-2c/d),\n"
+          f"    gives PE(1)={vec(slipped)}:")
     print("  then a sin and its cos no longer share one speed, so no pair turns like a clock hand")
 
 
@@ -122,14 +123,14 @@ def lesson(args):
     bounded = show_bounds({"sinusoidal": pe, contrast: index}, seen, up_to)
     print(f"  (sinusoidal: squared length d/2 = {d / 2:g}, since every sin/cos pair adds sin^2 + cos^2 = 1;")
     print(f"   the index tag is 1 at the last seen position and {up_to / (seen - 1):,.4f} at "
-          f"position {up_to:,}: a value training never showed)")
+          f"position {up_to:,}:\n   a value training never showed)")
 
     gaps = {k: rotation_gap(pe, k, seen) for k in args.offset}
     index_gaps = {k: rotation_gap(index, k, seen) for k in args.offset}
     for k in args.offset:
         print(f"max |PE(p+{k}) - R({k}) PE(p)|={gaps[k]:.8f}")
     print(f"  (over every unseen p with p + k <= {up_to:,}; R(k) is built from k alone)")
-    print("  the same check on the index tag: |tag(p+k) - R(k) tag(p)| reaches "
+    print("  the same check on the index tag: |tag(p+k) - R(k) tag(p)| reaches\n    "
           + ", ".join(f"{index_gaps[k]:,.4f} for k={k}" for k in args.offset))
 
     sq_len = (pe ** 2).sum(axis=1)  # [P]
