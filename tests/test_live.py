@@ -547,7 +547,7 @@ def test_head_picker_draws_each_printed_head_and_the_blend():
     heads_alone = []
     for i in range(1, 5):
         view.widgets["head"].set_val(i)
-        last_row = re.search(rf"^head {i}: .* last row=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
+        last_row = re.search(rf"^head {i}: .*\n  last row=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
         assert view.fig.axes[0].get_title() == (f"head {i}, the last row's weights:\n"
                                                 f"[{', '.join(f'{float(w):.2f}' for w in last_row)}]")
         bars = view.fig.axes[1].patches
