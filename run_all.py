@@ -711,14 +711,25 @@ def alone(path):
 
 def kept_noise(expected_text, actual_text):
     """actual_text, except that a noise line that passes against its golden line keeps the
-    golden's value: --update on another CPU does not rewrite rounding noise for nothing."""
+    golden's value: --update on another CPU does not rewrite rounding noise for nothing. A
+    noise line's golden line is the one with the same label, the same count of them down
+    (the n-th `max |A - B|=` of the run against the golden's n-th), so lines added or
+    wrapped elsewhere in the update do not lose it."""
     if expected_text is None:
         return actual_text
-    expected, actual = expected_text.splitlines(keepends=True), actual_text.splitlines(keepends=True)
-    if len(expected) != len(actual):
-        return actual_text
-    return "".join(e if noise_value(e.rstrip("\n")) and lines_match(e.rstrip("\n"), a.rstrip("\n")) else a
-                   for e, a in zip(expected, actual, strict=True))
+    golden = {}  # label -> the golden file's noise lines with that label, in order
+    for line in expected_text.splitlines():
+        if found := noise_value(line):
+            golden.setdefault(found[0], []).append(line)
+    kept, seen = [], {}
+    for line in actual_text.splitlines(keepends=True):
+        if found := noise_value(line.rstrip("\n")):
+            n, same_label = seen.get(found[0], 0), golden.get(found[0], [])
+            seen[found[0]] = n + 1
+            if n < len(same_label) and lines_match(same_label[n], line.rstrip("\n")):
+                line = same_label[n] + line[len(line.rstrip("\n")):]  # the golden's value, the run's line end
+        kept.append(line)
+    return "".join(kept)
 
 
 def write_atomically(path, text):

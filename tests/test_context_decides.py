@@ -30,8 +30,9 @@ RANDOM = lesson_run(NAME, "--labels", "random")
 TOO_FEW = lesson_run(NAME, "--steps", "3")
 ONE_KIND = {adjectives: lesson_run(NAME, "--adjectives", *adjectives) for adjectives in (("tired", "scared"),
                                                                                          ("wide", "busy"))}
-PAGE_SAYS = ("Verdict: as the page says: same sentence, context decides (held-out: 96/96 right, 90% needed; 48/48 "
-             "and 48/48 looking hardest at the noun, 90% of each kind needed; tired -> chicken, wide -> road)")
+PAGE_SAYS = ("Verdict: as the page says: same sentence, context decides (held-out: 96/96 right, 90% needed;\n"
+             "  48/48 and 48/48 looking hardest at the noun, 90% of each kind needed;\n"
+             "  tired -> chicken, wide -> road)")
 CHECKS = ["no held-out sentence is trained on", "attention by hand is torch's", "held-out answers right",
           "held-out, animal adjectives: it looks hardest at the animal",
           "held-out, place adjectives: it looks hardest at the place", "the page's sentence with too tired",
@@ -80,10 +81,13 @@ def run_main(cd, *argv):
 
 
 def verdict(out):
-    """The lesson's own verdict: same sentence, context decides (the first of its two)."""
-    first, caution = [line for line in out.splitlines() if line.startswith("Verdict:")]
-    assert caution == CAUTION.splitlines()[0]
-    return first
+    """The lesson's own verdict: same sentence, context decides (the first of its two), with
+    the indented lines that carry it on."""
+    lines = out.splitlines()
+    first, caution = [i for i, line in enumerate(lines) if line.startswith("Verdict:")]
+    assert lines[caution] == CAUTION.splitlines()[0]
+    end = next(i for i in range(first + 1, len(lines)) if not lines[i].startswith("  "))
+    return "\n".join(lines[first:end])
 
 
 # ---------------------------------------------------------------- the pieces against torch's
@@ -310,7 +314,7 @@ def test_leaning_needs_two_thirds(cd):
     clear = [0.0] * cd.T
     clear[cd.ANIMAL_AT] = 0.97
     line, holds = cd.page_verdict("tired", words, clear, "chicken")
-    assert line == "tired -> it leans on chicken (more than 2/3 of its attention); the model answers " \
+    assert line == "tired -> it leans on chicken (more than 2/3 of its attention);\n    the model answers " \
                    "\"chicken\"" and holds
     assert not cd.page_verdict("tired", words, clear, "road")[1]  # leans right, answers wrong
     hedge = [0.0] * cd.T
@@ -490,8 +494,8 @@ def test_default_verdict_is_the_pages(runs):
     result = runs[DEFAULT]
     lines = result.stdout.splitlines()
     assert verdict(result.stdout) == PAGE_SAYS
-    assert "  tired -> it leans on chicken (more than 2/3 of its attention); the model answers \"chicken\": as the " \
-           "page says" in lines
+    assert "  tired -> it leans on chicken (more than 2/3 of its attention);\n    the model answers \"chicken\": " \
+           "as the page says\n" in result.stdout
     assert "  \"what is it?\" answered with the noun it means: 96/96" in lines
     assert "  held-out sentences among the 5,120 sentences of the training batches: 0" in lines
     assert [r["name"] for r in result.records] == CHECKS
@@ -513,8 +517,9 @@ def test_a_hidden_adjective_turns_the_verdicts(runs):
     # Without the adjective tired and wide look alike to "it": one answer for both, so on
     # every held-out pair half the adjectives get the wrong noun.
     assert "  \"what is it?\" answered with the noun it means: 48/96" in lines
-    tired, wide = [line for line in lines if line.startswith(("  tired -> ", "  wide -> "))]
-    assert tired.split("; ")[1].split(":")[0] == wide.split("; ")[1].split(":")[0]  # the same answer
+    tired, wide = [lines[i + 1] for i, line in enumerate(lines) if line.startswith(("  tired -> ", "  wide -> "))]
+    assert tired.startswith("    the model answers ")  # each answer on the line under its adjective's
+    assert tired.split(":")[0] == wide.split(":")[0]  # the same answer
     assert tired.endswith("not as the page says (the page: it leans on chicken)")  # "it" hedges
     assert wide.endswith("not as the page says (the page: it leans on road)")
     assert "    tired/wide    (hidden)      (hidden)" in lines

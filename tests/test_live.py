@@ -547,7 +547,7 @@ def test_head_picker_draws_each_printed_head_and_the_blend():
     heads_alone = []
     for i in range(1, 5):
         view.widgets["head"].set_val(i)
-        last_row = re.search(rf"^head {i}: .* last row=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
+        last_row = re.search(rf"^head {i}: .*\n  last row=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
         assert view.fig.axes[0].get_title() == (f"head {i}, the last row's weights:\n"
                                                 f"[{', '.join(f'{float(w):.2f}' for w in last_row)}]")
         bars = view.fig.axes[1].patches
@@ -619,7 +619,7 @@ def test_head_picker_opens_on_the_printed_sentence_and_shows_each_printed_role_a
     assert columns == [str(h) for h in (1, 2)]
     for h in (1, 2):
         view.widgets["head"].set_val(h)
-        role = re.search(rf"^  head {h}: .*: (it looks at .*|no single role)$", out, flags=re.M).group(1)
+        role = re.search(rf"^  head {h}: .*:\n    (it looks at .*|no single role)$", out, flags=re.M).group(1)
         assert view.fig.axes[0].get_title() == f"head {h}: {role.removeprefix('it ')}"
         top = view.fig.axes[0].images[0].get_array().argmax(-1)  # where it looks hardest, row by row
         c = columns.index(str(h))
@@ -662,7 +662,8 @@ def tenths(weights):
 
 def check_sentence(module, view, out, model, adjective, hide):
     """The window shows the page's sentence with `adjective` as the printed run does."""
-    line = next(line for line in out.splitlines() if line.startswith(f"  {adjective} -> it "))
+    lines = out.splitlines()
+    line = next(line + lines[i + 1] for i, line in enumerate(lines) if line.startswith(f"  {adjective} -> it "))
     answer = re.search(r"answers \"(\w+)\"", line).group(1)
     noun = re.search(r"leans on (\w+) \(more", line)
     title = view.fig.axes[0].get_title()

@@ -447,6 +447,16 @@ def test_update_keeps_the_golden_noise_value_when_only_rounding_moved(repo):
     assert run_all.golden_path("week9/01_good", repo).read_text() == "a=2\nmax |x - y|=0.00000013\n"
 
 
+def test_update_keeps_the_golden_noise_value_when_lines_are_added_around_it(repo):
+    """A line wrapped in two above the noise line: the noise line is matched by its label and
+    keeps the golden's value; a second line with that label has no golden line to keep."""
+    (repo / "week9" / "01_good.py").write_text("print('a=2\\n  (wrapped)')\nprint('max |x - y|=0.00000011')\n"
+                                               "print('max |x - y|=0.00000012')\n")
+    assert run(repo, "--update", "week9/01_good")[0] == 0
+    assert run_all.golden_path("week9/01_good", repo).read_text() == (
+        "a=2\n  (wrapped)\nmax |x - y|=0.00000013\nmax |x - y|=0.00000012\n")
+
+
 # ---------------------------------------------------------------- a lesson's own run: common.run(main)
 
 SLOW_SHUTDOWN = """

@@ -47,8 +47,8 @@ def lesson(args):
     check("every softmax row sums to 1", f"attention shape={out.shape}; row-sum range={row_sums.min():.6f}.."
           f"{row_sums.max():.6f}", np.abs(row_sums - 1).max() < 1e-6, value=np.abs(row_sums - 1).max(),
           threshold="every row within 1e-6 of 1")
-    print(f"  (output Z = A V is [B, h, T, d_k] = [{B}, {h}, {T}, {d_k}]; each row of the "
-          "weights A adds up to 1, smallest and largest shown)")
+    print(f"  (output Z = A V is [B, h, T, d_k] = [{B}, {h}, {T}, {d_k}];\n"
+          "   each row of the weights A adds up to 1, smallest and largest shown)")
 
     x32 = torch.from_numpy(x)
     out_torch = F.scaled_dot_product_attention(x32, x32, x32)  # [B, h, T, d_k], float32

@@ -37,8 +37,8 @@ def dot_products(rng, pairs, d_k):
 def lesson(args):
     """Var(q.k) at each width, raw and scaled, from the page's draws."""
     rng = np.random.default_rng(args.seed)
-    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread, "
-          "target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
+    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread,\n"
+          "  target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
     printed = {}  # d_k -> the raw scores printed (the window shows these at that width)
     # "near 1": within 5 standard errors of a variance measured on this many pairs (q.k of
     # width 1 has kurtosis 9, so its variance's relative error is sqrt(8 / pairs); wider is less)

@@ -54,8 +54,8 @@ def lesson(args):
 
     other_h = 1 if h != 1 else d  # one wide head, or (for h = 1) d heads of width 1
     other = torch_count(d, other_h, f)
-    check("the head count is not in the count", f"heads: h={h} (each head {d // h} wide) counts {counted:,}; "
-          f"h={other_h} (each head {d // other_h} wide) counts {other:,}; same: {counted == other}",
+    check("the head count is not in the count", f"heads: h={h} (each head {d // h} wide) counts {counted:,};\n"
+          f"       h={other_h} (each head {d // other_h} wide) counts {other:,}; same: {counted == other}",
           counted == other, value=other, threshold=f"= {counted:,}, the count with h={h}")
     print("  (h heads of width d/h still make d x d numbers per projection, so h is not in the formula)")
 

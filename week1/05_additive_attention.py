@@ -53,8 +53,8 @@ def lesson(args):
     record("the highest score gets the biggest weight", int(np.argmax(alpha)), f"= {int(np.argmax(e))}, the "
            "highest score's place", outcome(np.argmax(alpha) == np.argmax(e)))
     print(f"context={np.array2string(c, precision=3)}")
-    print(f"  (one score e and one weight alpha per source word; the context is {d} numbers, "
-          "like each encoder state)")
+    print(f"  (one score e and one weight alpha per source word;\n"
+          f"   the context is {d} numbers, like each encoder state)")
     # The highest score gets the biggest weight, the weights add to 1, and the context
     # is their weighted mix of the encoder states.
 

@@ -134,14 +134,14 @@ def lesson(args):
     with torch.no_grad():
         grids = stages(block, x)
         print(f"words {WORDS}: a [{grid(x)}] grid, one row per word, columns = meaning")
-        print(f"  {'stage':<30}{'grid':<10}the 'sat' row")
+        print(f"  {'stage':<24}{'grid':<10}the 'sat' row")
         for name, value in grids.items():
-            print(f"  {name:<30}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
+            print(f"  {name:<24}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
         normed, mixed = grids["LN1(x)"], grids["x + attention"]
         print("  (LN1, LN2 = LayerNorm; their gamma and beta are random, as after training, so a row need not")
         print("   average 0. FFN widened = ReLU(row W_1 + b_1): negatives set to 0; folded back = row W_2 + b_2)")
-        print(f"  (attention rewrites the sat row by mixing in the words before it; the FFN widens it to "
-              f"{f} numbers and folds it back to {d})")
+        print(f"  (attention rewrites the sat row by mixing in the words before it;\n"
+              f"   the FFN widens it to {f} numbers and folds it back to {d})")
 
         torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
         weights = torch_layer.self_attn(normed, normed, normed, attn_mask=torch_mask,
@@ -178,8 +178,8 @@ def lesson(args):
           f"layer={n_params(torch_layer):,}; Week 1 formula 4d^2+2df+f+9d={formula:,}",
           n_params(block) == n_params(torch_layer) == formula, value=n_params(block),
           threshold=f"= {formula:,}, and torch's layer the same")
-    print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer); "
-          "original paper = post-norm (after each residual addition)")
+    print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer);\n"
+          "  original paper = post-norm (after each residual addition)")
 
     with torch.no_grad():
         shortcuts_and_norms(block, x, grids)
@@ -193,8 +193,8 @@ def shortcuts_and_norms(block, x, grids):
     print("the \"+ x\" shortcuts: block output - what the two sublayers added = x itself, to rounding:")
     print(f"max |block(x) - attention part - FFN part - x|={kept:.8f}")
     cancelled = x + (-x)  # a sublayer that has learned F(x) = -x (week2/15 measures the gradient through one)
-    print(f"  \"never lost\" holds while the sublayers let it: one that outputs F(x) = -x leaves x + F(x) = "
-          f"{vec(cancelled[0, -1], 2)} for 'sat'")
+    print(f"  \"never lost\" holds while the sublayers let it:\n"
+          f"    one that outputs F(x) = -x leaves x + F(x) = {vec(cancelled[0, -1], 2)} for 'sat'")
     try:
         x + grids["FFN widened"]  # [1, 3, d] + [1, 3, f]
         widened = grids["FFN widened"].shape[-1] != x.shape[-1]  # (with f = d there is nothing to refuse)
@@ -202,12 +202,13 @@ def shortcuts_and_norms(block, x, grids):
               ": torch adds them", False if widened else None, value="added", threshold="torch refuses unequal widths")
     except RuntimeError as error:
         check("the residual add needs matching widths", f"the two things added must have one shape: x [{grid(x)}] + "
-              f"FFN widened [{grid(grids['FFN widened'])}]:\n  torch refuses ({str(error).split(' at ')[0]}); "
-              "so the FFN folds back to d", True, value="refused", threshold="torch refuses unequal widths")
+              f"FFN widened [{grid(grids['FFN widened'])}]:\n  torch refuses ({str(error).split(' at ')[0]});\n"
+              "    so the FFN folds back to d", True, value="refused", threshold="torch refuses unequal widths")
     moved_in = (10 * x + 3 - x).abs().max().item()  # the input scaled by 10 and shifted by 3
     moved_out = (block.norm1(10 * x + 3) - block.norm1(x)).abs().max().item()
     check("LayerNorm steadies the values", f"LN1 steadies the values: x scaled by 10 and shifted by 3 moves by "
-          f"{moved_in:.2f}; LN1's output by {moved_out:.4f} (eps = 1e-5 is all that tells them apart)",
+          f"{moved_in:.2f}; LN1's output by {moved_out:.4f}\n"
+          "  (eps = 1e-5 is all that tells them apart)",
           moved_out < STEADY * moved_in, value=moved_out / moved_in,
           threshold=f"the output moves by less than {STEADY:.0%} of the input's move")
 

@@ -156,8 +156,8 @@ def lesson(args):
     fades = rnn[-1][1] < FADED * rnn[0][1]
     direct = all(1 / FACTOR <= a[2] <= FACTOR for a in att)
     print("Claim: along the RNN's chain word 1's signal fades; through attention word 1 counts like any word.")
-    print(f"  RNN: word 1's size at T={T} is {readable(rnn[-1][1] / rnn[0][1], 3)} times its size at T={Ts[0]} "
-          f"(it fades if that is below {FADED:g})")
+    print(f"  RNN: word 1's size at T={T} is {readable(rnn[-1][1] / rnn[0][1], 3)} times its size at T={Ts[0]}\n"
+          f"    (it fades if that is below {FADED:g})")
     print(f"  attention: word 1 / average word {min(a[2] for a in att):.2f}..{max(a[2] for a in att):.2f} "
           f"over all T (like any word if within a factor {FACTOR} of 1)")
     record("along the RNN word 1 fades", rnn[-1][1] / rnn[0][1], f"below {FADED:g} of its size at T={Ts[0]}",

@@ -144,7 +144,8 @@ def lesson(args):
     steady = all(abs(w - w_wide) <= STEADY * w_wide for w, _ in rows)
     print("Claim: scaled by 1/sqrt(d_k), both stay healthy at every width.")
     print(f"  largest weight {w_lo:.3f}..{w_hi:.3f} (healthy if below {ONE_HOT:g} and within {STEADY:.0%} "
-          f"of d_k={wide}'s {w_wide:.3f}: the same spread at every width)")
+          f"of d_k={wide}'s {w_wide:.3f}:\n"
+          "    the same spread at every width)")
     print(f"  gradient at least {g_lo:.3f} (healthy if {VANISHED:g} or more)")
     check("scaled, the softmax stays healthy at every width", "Verdict: as the page says" if healthy and steady else
           f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})",

@@ -87,7 +87,7 @@ def lesson(args):
           value=f"off by {gap[linear]:.2g}, best linear miss {miss[linear]:.3f}",
           threshold=f"both at most {SAME:g}")
     bends = miss[relu] > MISSES
-    print(f"Claim: with the ReLU, no single linear map reproduces the FFN (the best one misses by more "
+    print(f"Claim: with the ReLU, no linear map reproduces the FFN (the best one misses by more "
           f"than {MISSES:g}).")
     check("with the ReLU no linear map reproduces the FFN", "Verdict: as the page says" if bends else
           f"Verdict: CONTRADICTS THE PAGE (a linear map comes within {miss[relu]:.3f})", bends, value=miss[relu],

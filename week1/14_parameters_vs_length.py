@@ -126,16 +126,17 @@ def lesson(args):
     print(f"  {'':<26}{f'T={short}':>12}{f'T={long}':>14}  grows")
     print(f"  {'parameters':<26}{params[short]:>12,}{params[long]:>14,}  {times(params[long], params[short])}")
     table = {T: n_params(nn.Embedding(T, d, device="meta")) for T in lengths}  # the page's "unless"
-    print(f"  {'a learned position table':<26}{table[short]:>12,}{table[long]:>14,}  {times(table[long], table[short])}"
-          "  (one row per position: the exception the page names; sinusoids need none)")
+    print(f"  {'a learned position table':<26}{table[short]:>12,}{table[long]:>14,}  "
+          f"{times(table[long], table[short])}\n"
+          "    (one row per position: the exception the page names; sinusoids need none)")
     for name, shape in SHAPES.items():
         n_short, n_long = acts[short][name].numel(), acts[long][name].numel()
         print(f"  {name + ' ' + shape:<26}{n_short:>12,}{n_long:>14,}  {times(n_long, n_short)}")
     total = {T: sum(a.numel() for a in acts[T].values()) for T in lengths}
     print(f"  {'all activations':<26}{total[short]:>12,}{total[long]:>14,}  {times(total[long], total[short])}")
     share = {T: sum(acts[T][n].numel() for n in ("scores", "A")) / total[T] for T in lengths}
-    print(f"  (scores and A, one number per pair of words and head, are {share[short]:.0%} of the "
-          f"activations at T={short} and {share[long]:.0%} at T={long})")
+    print(f"  (scores and A, one number per pair of words and head, are {share[short]:.0%} of the activations\n"
+          f"   at T={short} and {share[long]:.0%} at T={long})")
     print(f"  output Y: {list(outputs[short].shape)} and {list(outputs[long].shape)}: one vector of d numbers "
           "per word")
     print(f"max |by hand - torch layer on {short} words|={gap:.8f}")
@@ -151,8 +152,8 @@ def lesson(args):
     quadratic = all(acts[long][n].numel() * short ** 2 == acts[short][n].numel() * long ** 2 for n in pairs)
     linear = all(acts[long][n].numel() * short == acts[short][n].numel() * long
                  for n in SHAPES if n not in pairs)
-    print(f"Claim: length changes activations, not parameters; the scores grow like T^2 "
-          f"({times(long, short)} words: scores {times(long ** 2, short ** 2)}, the rest {times(long, short)}).")
+    print(f"Claim: length changes activations, not parameters; the scores grow like T^2\n"
+          f"  ({times(long, short)} words: scores {times(long ** 2, short ** 2)}, the rest {times(long, short)}).")
     holds = same_weights and by_hand and quadratic and linear
     check("length changes activations, not parameters; scores grow like T^2", "Verdict: as the page says" if holds else
           f"Verdict: CONTRADICTS THE PAGE (the same weights: {same_weights}; by hand = torch's layer: {by_hand}; "

@@ -312,15 +312,15 @@ def leans_on(words, weights):
 
 
 def page_verdict(adjective, words, weights, answer):
-    """One line of the Try it box, computed, e.g. 'tired -> it leans on chicken (...)', and
-    whether it is the page's: "it" leans on the noun the adjective fits, and that noun is
-    the model's answer."""
+    """One line of the Try it box, computed, e.g. 'tired -> it leans on chicken (...)' (the
+    model's answer on a second line), and whether it is the page's: "it" leans on the noun
+    the adjective fits, and that noun is the model's answer."""
     want = meant(adjective, words[ANIMAL_AT], words[PLACE_AT])
     on = leans_on(words, weights)
     holds = on == want and answer == want
     where = (f"it leans on {on} (more than {LEANS} of its attention)" if on else
              f"it leans on no word (none gets more than {LEANS} of its attention)")
-    return f"{adjective} -> {where}; the model answers \"{answer}\"", holds
+    return f"{adjective} -> {where};\n    the model answers \"{answer}\"", holds
 
 
 def reasons(leaks, n_right, n_held, kinds, page_lines):
@@ -422,9 +422,9 @@ def show_held_out(model, data, hide):
     print(f"  where \"it\" looks in layer 2 (it has one head, so nothing is averaged), among all {T} words:")
     for kind, words in (("animal", FITS_ANIMAL), ("place", FITS_PLACE)):
         looking, of = kinds[kind]
-        which = f"{kind} adjectives ({', '.join(words[:2])}, ...):"
         check(f"held-out, {kind} adjectives: it looks hardest at the {kind}",
-              f"    {which:40} held-out sentences where \"it\" looks hardest at the noun it means: {looking}/{of}",
+              f"    {kind} adjectives ({', '.join(words[:2])}, ...):\n"
+              f"      held-out sentences where \"it\" looks hardest at the noun it means: {looking}/{of}",
               looking >= LOOKS * of, value=looking, threshold=f"at least {LOOKS:.0%} of {of}")
     print("  why this picture is the mechanism here: layer 2 is built as a fetch (\"it\" hands on only the")
     print("  words it looks at, and the answer is the word it fetched), so looking is the only road to the")
@@ -466,20 +466,21 @@ def verdict(adjectives, leaks, n_right, n_held, kinds, page_lines):
     not tested when both adjectives mean the same noun."""
     first, second = adjectives
     animal, place = PAGE
-    numbers = (f"held-out: {n_right}/{n_held} right, {ACCURATE:.0%} needed; "
-               f"{' and '.join(f'{looking}/{of}' for looking, of in kinds.values())} looking hardest at the noun, "
-               f"{LOOKS:.0%} of each kind needed; "
-               + ", ".join(f"{a} -> {meant(a, animal, place)}" for a in adjectives))
+    held = f"held-out: {n_right}/{n_held} right, {ACCURATE:.0%} needed"
+    looks = (f"{' and '.join(f'{looking}/{of}' for looking, of in kinds.values())} looking hardest at the noun, "
+             f"{LOOKS:.0%} of each kind needed")
+    page = ", ".join(f"{a} -> {meant(a, animal, place)}" for a in adjectives)
+    numbers = f"{held}; {looks}; {page}"
     if meant(first, animal, place) == meant(second, animal, place):
         check("same sentence, context decides",
               f"Verdict: not tested at these settings: \"too {first}\" and \"too {second}\" both mean the "
-              f"{meant(first, animal, place)}, so the context never changes (give one adjective of each kind)",
+              f"{meant(first, animal, place)},\n  so the context never changes (give one adjective of each kind)",
               None, value=numbers)
         return
-    why = reasons(leaks, n_right, n_held, kinds, page_lines)
+    why = ";\n  ".join(reasons(leaks, n_right, n_held, kinds, page_lines))  # one reason a line
     check("same sentence, context decides",
-          f"Verdict: {said(True)}: same sentence, context decides ({numbers})" if not why else
-          f"Verdict: {said(False)} ({'; '.join(why)})", not why, value=numbers,
+          f"Verdict: {said(True)}: same sentence, context decides ({held};\n  {looks};\n  {page})" if not why else
+          f"Verdict: {said(False)} ({why})", not why, value=numbers,
           threshold=f"no held-out sentence trained on, {ACCURATE:.0%} right, {LOOKS:.0%} of each kind looking "
           "at the noun, both page lines")
 

@@ -389,7 +389,8 @@ def show_task(sentence, i, task):
     print('ELI5 Part 3 "One block: mix, then think", "Many heads at once", its Try it box: "Head 1 looks')
     print('at the previous word, Head 2 at the nouns. The block blends them all." Here a tiny model learns')
     print("that from scratch, and is tested on sentences it never saw.")
-    print(f"\nmade-up sentences from a toy grammar, e.g.: {text(sentence)}")
+    print("\nmade-up sentences from a toy grammar:")
+    print(f"  e.g. {text(sentence)}")
     print(f"  nouns ({len(KINDS['noun'])}): {' '.join(KINDS['noun'])}")
     others = [w for w in WORDS[1:] if w not in KINDS["noun"]]
     print(f"  other words ({len(others)}): {' '.join(others)}")
@@ -409,14 +410,14 @@ def show_model(args):
     heads = args.heads
     print(f"\nmodel: one layer of causal self-attention, {heads} head{'s' * (heads > 1)} of d_k={D_MODEL // heads} "
           f"numbers, d_model={D_MODEL}, float32")
-    print(f"  a word goes in as its word vector ({D_MODEL} numbers) + its position tag PE(p) (sin and cos, "
-          "Week 2 section 5)")
+    print(f"  a word goes in as its word vector ({D_MODEL} numbers) + its position tag PE(p)\n"
+          "    (sin and cos, Week 2 section 5)")
     print("  each head: softmax(Q K^T / sqrt(d_k) + causal mask) V, with its own slice of Q, K and V")
     print("  out = concat(heads) W_O, added to the word's own vector; then one read-out per blank")
     print(f"  no FFN, no LayerNorm: only the part of the block the claim is about; "
           f"{sum(w.numel() for w in build_model(args.seed).values()):,} learnable numbers")
-    print(f"training: {args.steps} steps of {BATCH} fresh sentences, Adam, learning rate {LR} falling to 0, "
-          f"from random weights (seed {args.seed})")
+    print(f"training: {args.steps} steps of {BATCH} fresh sentences, Adam, learning rate {LR} falling to 0,\n"
+          f"  from random weights (seed {args.seed})")
 
 
 def show_against_torch(model, held, heads):
@@ -452,7 +453,7 @@ def show_roles(m, heads):
     print("different words)")
     for h, ((b, n), role) in enumerate(zip(m["shares"], head_roles, strict=True)):
         check(f"head {h + 1} takes one role",
-              f"  head {h + 1}: on the word just before {share_band(b)}, on the first noun {share_band(n)}: "
+              f"  head {h + 1}: on the word just before {share_band(b)}, on the first noun {share_band(n)}:\n    "
               + (f"it {ROLE_TITLES[role]}" if role else "no single role"),
               role is not None if heads == 2 else None, value=f"{b:.4f}, {n:.4f}", threshold=ROLE_RULE)
     if heads > 2:
@@ -487,7 +488,7 @@ def show_blend(m, heads, task):
     """The knock-out table and the blend verdict."""
     d_k, trained = D_MODEL // heads, TASKS[task]
     slices = "[head 1 | head 2 | ...]" if heads > 1 else "[head 1]"
-    print(f"\nThe block blends them all: out = concat W_O, where concat = {slices}, {d_k} numbers each.")
+    print(f"\nThe block blends them all: out = concat W_O,\n  where concat = {slices}, {d_k} numbers each.")
     print(f"Knock a head out: set to 0 the {d_k} rows of W_O that read its slice of concat; nothing it found")
     print("reaches the word's new vector. Blanks filled right, every held-out word with both answers:")
     print(f"  {'':31} (a) word before   (b) first noun")

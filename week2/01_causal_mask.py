@@ -83,7 +83,7 @@ def lesson(args):
     i = min(1, T - 1)
     visible = unmasked[i, : i + 1]
     check("zeroing future values instead shrinks the visible weights", f"zeroing future values instead, row {i + 1} "
-          f"visible weights={vec(visible)}; sum={visible.sum():.4f} (masked: {vec(weights[i, : i + 1])}; "
+          f"visible weights={vec(visible)}; sum={visible.sum():.4f}\n  (masked: {vec(weights[i, : i + 1])}; "
           f"sum={weights[i].sum():.4f})", visible.sum() < 1 - 1e-9 if T > 1 else None, value=visible.sum(),
           threshold="the visible weights sum to less than 1")
     # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values

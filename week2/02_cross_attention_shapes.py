@@ -59,7 +59,8 @@ def lesson(args):
                           average_attn_weights=False)
         hidden, sums = padded[0, :, :, -1].abs().max().item(), padded.sum(-1)
         check("source padding gets no weight, rows still sum to 1", f"with the last source word of item 1 marked as "
-              f"padding: its weight={hidden}; rows still sum to {sums.min().item():.6f}..{sums.max().item():.6f}",
+              f"padding: its weight={hidden};\n"
+              f"  rows still sum to {sums.min().item():.6f}..{sums.max().item():.6f}",
               hidden == 0 and (sums - 1).abs().max().item() < 1e-6, value=hidden,
               threshold="the padding's weight exactly 0; rows within 1e-6 of 1")
 

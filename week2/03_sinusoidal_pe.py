@@ -71,15 +71,15 @@ def lesson(args):
     gap = np.abs(pe - torch_pe(max_len, d).double().numpy()).max()
     print(f"PE table [max_len, d]=[{max_len}, {d}]")
     print(f"max |formula (NumPy) - div_term form (torch)|={gap:.8f}")
-    print("  (the page's formula vs the way PyTorch code usually writes it, with the speeds as "
-          "exp(-2i ln(10000) / d): the same table up to float32 rounding;")
-    print(f"   float32 keeps p w_i to about 7 significant digits, so this gap grows with the position: "
-          f"up to about {(max_len - 1) * 2 ** -24:.0e} here)")
+    print("  (the page's formula vs the way PyTorch code usually writes it, with the speeds as")
+    print("   exp(-2i ln(10000) / d): the same table up to float32 rounding;")
+    print("   float32 keeps p w_i to about 7 significant digits, so this gap grows with the position:")
+    print(f"   up to about {(max_len - 1) * 2 ** -24:.0e} here)")
 
     small = sinusoidal_pe(2, 4)  # the page's hand-check, d = 4
     omega = 10000.0 ** (-2 * np.arange(2) / 4)
-    print(f"the page's hand-check, d=4 (whatever --d-model is): omega={vec(omega)}; PE(0)={vec(small[0])}; "
-          f"PE(1)={vec(small[1])}")
+    print(f"the page's hand-check, d=4 (whatever --d-model is): omega={vec(omega)};\n"
+          f"  PE(0)={vec(small[0])}; PE(1)={vec(small[1])}")
     print(f"  their squared lengths: {(small[0] ** 2).sum():.4f} and {(small[1] ** 2).sum():.4f} = d/2 (here 2)")
 
     check("every entry lies in [-1, 1]", f"every entry in [-1, 1]: {bool((np.abs(pe) <= 1).all())} "

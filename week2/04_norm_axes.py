@@ -77,7 +77,7 @@ def lesson(args):
 
     one = np.array([[1.0, 2.0, 3.0]])  # a batch of a single sample, 3 features
     print(f"BatchNorm with one value per feature, by hand (eps=1e-5): "
-          f"{fmt(normalize(one, axes=0, eps=1e-5))} (x - mean = 0, so the output is beta)")
+          f"{fmt(normalize(one, axes=0, eps=1e-5))}\n  (x - mean = 0, so the output is beta)")
     single = normalize(one, axes=0, eps=1e-5)
     record("BatchNorm of one value gives zero (beta)", np.abs(single).max(), "every output exactly 0",
            outcome(np.abs(single).max() == 0))
@@ -86,7 +86,7 @@ def lesson(args):
         check("torch refuses BatchNorm of one value per feature", "  torch: no error", False, value="no error",
               threshold="a ValueError")
     except ValueError as error:
-        check("torch refuses BatchNorm of one value per feature", f"  torch raises ValueError: {error}", True,
+        check("torch refuses BatchNorm of one value per feature", f"  torch raises ValueError:\n    {error}", True,
               value="ValueError", threshold="a ValueError")
 
     # The same two formulas on a [B, T, d] tensor, against torch's modules.
@@ -116,7 +116,7 @@ def lesson(args):
           moved["LayerNorm"] <= SAME, value=moved["LayerNorm"],
           threshold=f"moves by at most {SAME:g}")
     check("BatchNorm in evaluation uses its running statistics", f"  BatchNorm's output moves by "
-          f"{readable(moved['BatchNorm'])} (evaluation uses the running mean and variance, not this batch's)",
+          f"{readable(moved['BatchNorm'])}\n    (evaluation uses the running mean and variance, not this batch's)",
           moved["BatchNorm"] > SAME, value=moved["BatchNorm"], threshold=f"moves by more than {SAME:g}")
 
     print(save_figure(plot(x.shape), figure_path(args, FIGURE)))

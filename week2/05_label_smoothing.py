@@ -82,14 +82,14 @@ def lesson(args):
     print(f"plain cross-entropy (no smoothing)={F.cross_entropy(z[None], torch.tensor([gold])).item():.8f}")
 
     q5 = smoothed_target(5, 2, 0.1)  # the page's hand-check: V = 5, gold 3rd
-    print(f"the page's V=5 hand-check (epsilon 0.1, whatever the flags): gold 3rd: target={vec(q5, 2)}; "
-          f"sum={q5.sum().item():.2f}")
+    print(f"the page's V=5 hand-check (epsilon 0.1, whatever the flags): gold 3rd:\n"
+          f"  target={vec(q5, 2)}; sum={q5.sum().item():.2f}")
 
     other = gold_exact_target(V, gold, epsilon)
     other_loss = smoothed_loss(z, other)
     other_gap = relative_gap(other_loss.item(), by_torch.item())
     check("the other convention is not torch's", f"other convention (gold exactly 1 - epsilon): target="
-          f"{vec(other, 3)}; loss={other_loss.item():.8f}; equal to torch={other_gap <= 1e-6}",
+          f"{vec(other, 3)};\n  loss={other_loss.item():.8f}; equal to torch={other_gap <= 1e-6}",
           other_gap > 1e-6 if epsilon > 0 else None, value=other_gap, threshold="relative gap above 1e-6 (epsilon > 0)")
     # torch's label_smoothing is the uniform mixture: the gold word keeps 1 - epsilon + epsilon/V.
 
@@ -128,14 +128,15 @@ def over_confidence(epsilon, seed):
     classifier with the run's epsilon and without smoothing."""
     (sure, right), (plain, plain_right) = train_classifier(epsilon, seed), train_classifier(0.0, seed)
     cap = 1 - epsilon + epsilon / 4  # the smoothed target's gold share: the most a well-fit model says
-    print(f"trained: a small classifier, 4 classes, 300 steps, with epsilon={epsilon:g} and without smoothing; "
-          "on 1,000 new points:")
+    print(f"trained: a small classifier, 4 classes, 300 steps, with epsilon={epsilon:g} and without smoothing\n"
+          "tested on 1,000 new points:")
     print(f"  mean largest probability: {'at most' if sure <= cap + NEAR else 'above'} {cap + NEAR:.3f} with "
-          f"smoothing (its target gives the gold {cap:.3f}); {'above' if plain > SURE else 'at most'} {SURE:g} without")
+          f"smoothing (its target gives the gold {cap:.3f});\n"
+          f"    {'above' if plain > SURE else 'at most'} {SURE:g} without")
     print(f"  right: {'above' if min(right, plain_right) > RIGHT else 'not all above'} {RIGHT:.0%} both ways")
     holds = epsilon > 0 and sure <= cap + NEAR and plain > SURE and min(right, plain_right) > RIGHT
     check("label smoothing stops the model from becoming over-confident", f"Verdict: smoothing keeps the model's "
-          f"confidence near its target's {cap:.3f}, without it the model goes above {SURE:g}, both right: "
+          f"confidence near its target's {cap:.3f},\n  without it the model goes above {SURE:g}, both right: "
           f"{said(holds if epsilon > 0 else None)}", holds if epsilon > 0 else None,
           value=f"{sure:.3f} smoothed, {plain:.3f} plain", threshold=f"smoothed at most the target + {NEAR:g}; "
           f"plain above {SURE:g}; both right above {RIGHT:.0%}")

@@ -55,19 +55,20 @@ def lesson(args):
           threshold=f"= {total:,}, 2(4d^2 + 4d) + (2df + f + d) + 6d")
     stack = nn.TransformerDecoder(layer, args.layers)  # deep copies: each layer its own weights
     check("every decoder layer has its own weights", f"{args.layers} layers={n_params(stack):,}; {args.layers} x "
-          f"{total:,}={args.layers * total:,}; equal={n_params(stack) == args.layers * total} (embeddings and the "
-          "output layer not included)", n_params(stack) == args.layers * total, value=n_params(stack),
+          f"{total:,}={args.layers * total:,}; equal={n_params(stack) == args.layers * total}\n"
+          "  (embeddings and the output layer not included)", n_params(stack) == args.layers * total,
+          value=n_params(stack),
           threshold=f"= {args.layers} x {total:,}")
     encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
     extra = n_params(layer) - n_params(encoder_layer)
     cross, norm3 = n_params(layer.multihead_attn), n_params(layer.norm3)  # what the encoder layer lacks
-    check("the decoder's extra is cross-attention and a third LayerNorm", f"decoder layer - encoder layer={extra:,}; "
-          f"torch's cross-attention block {cross:,} (4d^2+4d={4 * d * d + 4 * d:,}) + its third LayerNorm {norm3:,} "
-          f"(2d={2 * d:,}) = {cross + norm3:,}; equal={extra == cross + norm3}", extra == cross + norm3, value=extra,
-          threshold=f"= {cross + norm3:,}, the cross-attention block and LN3")
+    check("the decoder's extra is cross-attention and a third LayerNorm", f"decoder layer - encoder layer={extra:,};\n"
+          f"  torch's cross-attention block {cross:,} (4d^2+4d={4 * d * d + 4 * d:,})\n"
+          f"  + its third LayerNorm {norm3:,} (2d={2 * d:,}) = {cross + norm3:,}; equal={extra == cross + norm3}",
+          extra == cross + norm3, value=extra, threshold=f"= {cross + norm3:,}, the cross-attention block and LN3")
 
     out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
-    print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights; with a bias "
+    print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights;\n  with a bias "
           f"{d * V + V:,} (torch nn.Linear count {n_params(out_layer):,})")
 
 

@@ -53,7 +53,7 @@ def lesson(args):
     gold_words, step2_guess = ["A", "B", "EOS"], "C"  # the page's hand-check
     forced = shift_right(gold_words, "BOS")[2]
     check("after a wrong guess, teacher forcing still feeds the gold token", f"hand-check: gold {gold_words}, step 2 "
-          f"wrongly predicts {step2_guess}: step 3 input under teacher forcing={forced}, "
+          f"wrongly predicts {step2_guess}:\n  step 3 input under teacher forcing={forced}, "
           f"free-running={shift_right(['A', step2_guess, 'EOS'], 'BOS')[2]}", forced == gold_words[1], value=forced,
           threshold=f"= {gold_words[1]}, the gold token")
 

@@ -98,7 +98,7 @@ def lesson(args):
     for i in range(min(h, SHOWN)):
         w = head_weights[i].detach()
         print(f"head {i + 1}: rows sum to {w.sum(-1).min().item():.6f} to {w.sum(-1).max().item():.6f}; "
-              f"weight on future tokens: {w[mask].sum().item()}; last row={vec(w[-1], shown=SHOWN)}")
+              f"weight on future tokens: {w[mask].sum().item()};\n  last row={vec(w[-1], shown=SHOWN)}")
     if h > SHOWN:
         w = head_weights[SHOWN:].detach()
         print(f"heads {SHOWN + 1} to {h}: rows sum to {w.sum(-1).min().item():.6f} to {w.sum(-1).max().item():.6f}; "

@@ -109,8 +109,8 @@ def lesson(args):
     n_untied = n_params(untied)
     output.weight = embedding.weight  # tie: the output layer re-uses the embedding's [V, d] tensor
     n_tied = n_params(untied)
-    print(f"Embedding [V, d] + output layer without bias: untied {n_untied:,} = 2Vd; "
-          f"tied {n_tied:,} = Vd (one shared tensor, counted once)")
+    print(f"Embedding [V, d] + output layer without bias: untied {n_untied:,} = 2Vd;\n"
+          f"  tied {n_tied:,} = Vd (one shared tensor, counted once)")
 
     record("torch without biases holds 8d^2 + 2df + 3d", n_params(no_bias_layer), f"= {weights + gammas:,}",
            outcome(n_params(no_bias_layer) == weights + gammas))

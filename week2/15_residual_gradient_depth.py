@@ -117,10 +117,10 @@ def lesson(args):
           value=f"plain {at_input['plain']:.2g}, residual {at_input['residual']:.2g}",
           threshold=f"plain below 1/100 or above 100; residual between 1/{NEAR_ONE:g} and {NEAR_ONE:g}")
     cancelled = at_input["cancelling"] < VANISHED
-    print(f"residual wiring around sublayers that cancel their input, F(x) = FFN(x) - x: "
-          f"{readable(at_input['cancelling'], 2)} at the input")
+    print(f"residual wiring around sublayers that cancel their input, F(x) = FFN(x) - x:\n"
+          f"  {readable(at_input['cancelling'], 2)} at the input")
     print("  (x + F(x) is then FFN(x), the plain stack again: the wiring alone promises nothing)")
-    said = "wrong, as the page says (the gradient vanished anyway)" if cancelled else "not refuted here"
+    said = "wrong, as the page says\n  (the gradient vanished anyway)" if cancelled else "not refuted here"
     # a counterexample that did not happen refutes nothing, and contradicts nothing either
     check("a residual does not guarantee gradients never vanish", f"Verdict on 'a residual guarantees gradients "
           f"never vanish': {said}", True if cancelled else None, value=at_input["cancelling"],

@@ -70,7 +70,7 @@ def lesson(args):
     x = torch.from_numpy(np.random.default_rng(args.seed).standard_normal((B, T, d)))  # [B, T, d]
     pads = f"{P} padding position{'s' * (P != 1)}"
     print(f"{B} sentence{'s' * (B != 1)} of {T} real token{'s' * (T != 1)}, d={d}; {pads} (zero vectors) "
-          f"added to each: {B * P} of {B * (T + P)} positions are padding")
+          f"added to each:\n  {B * P} of {B * (T + P)} positions are padding")
     print("  (padding fills sentences up to one length; the model is meant to ignore it)")
 
     x_pad = pad(x, P)  # [B, T + P, d]

@@ -146,7 +146,7 @@ def lesson(args):
     holds = post_ok and pre_ok and wrong_apart
     check("the post-norm decoder layer puts LN after each residual add", "Verdict: as the page says: torch's "
           "post-norm decoder layer puts LN1, LN2, LN3 after the residual\n  adds of self-attention, cross-attention "
-          f"and the FFN (gap at most {TOLERANCE:g}); no other placement matches it" if holds
+          f"and the FFN (gap at most {TOLERANCE:g});\n  no other placement matches it" if holds
           else f"Verdict: CONTRADICTS THE PAGE: post-norm matches: {post_ok}; pre-norm matches: {pre_ok}; "
           f"the wrong placements all differ: {wrong_apart}", holds,
           value=f"post-norm gap {gaps['post-norm LN(x + F(x))'][False]:.2g}",

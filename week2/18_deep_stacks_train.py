@@ -149,9 +149,9 @@ def lesson(args):
 
     print(f"A stack of {args.depth} sublayers F(x) = W_2 relu(W_1 x + b_1) + b_2 (d = {D}, f = {D_FF}), then a "
           f"read-out that")
-    print(f"gives a point's coordinates along {OUTPUTS} fixed directions. Each stack takes {STEPS} steps of "
-          f"W <- W - lr dL/dW,\nlr = {LR:g}, from the same starting weights, on the same batches of {BATCH} "
-          "random points.")
+    print(f"gives a point's coordinates along {OUTPUTS} fixed directions. Each stack takes {STEPS} steps of\n"
+          f"W <- W - lr dL/dW, lr = {LR:g}, from the same starting weights,\n"
+          f"on the same batches of {BATCH} random points.")
     print(f"\n{'':26}{'torch starting weights':^28}{f'sublayer matrices x {DOUBLED:g}':^30}".rstrip())
     print(f"{'wiring':26}{'size at top':>14}{'loss after':>14}{'':2}{'size at top':>14}{'loss after':>14}")
     for wiring, formula, *_ in STACKS[:4]:
@@ -159,9 +159,10 @@ def lesson(args):
         if wiring in doubled:
             cells += f"{'':2}{readable(doubled[wiring]['top'], 2):>14}{loss_band(doubled[wiring]['left']):>14}"
         print(f"{wiring:>9}  {formula:15}{cells}")
-    print(f"  (size at top: the RMS of the numbers after the last sublayer, before any step; the input's is "
-          f"about 1.\n   loss after: {HELD_OUT} held-out points' squared error after training / always answering 0's;"
-          "\n   1 is no better than that)")
+    print("  (size at top: the RMS of the numbers after the last sublayer, before any step;\n"
+          "   the input's is about 1.\n"
+          f"   loss after: {HELD_OUT} held-out points' squared error after training / always answering 0's;\n"
+          "   1 is no better than that)")
 
     helped = shortcuts_help(start)
     check("shortcuts help a deep stack train", f"Verdict: shortcuts help a deep stack train (with them the loss "

@@ -176,7 +176,7 @@ def lesson(args):
           threshold=f"a warm-up training above {BROKE:g} (broke); a training without warm-up below {TRAINED:g}")
     rescued = warmup_rescues(after)
     check("warm-up is a training choice that can matter", "Verdict: it is a training choice, and here one that "
-          + ("matters: at the same peak it turned a training that\n  broke into one that trained" if rescued else
+          + ("matters: at the same peak\n  it turned a training that broke into one that trained" if rescued else
              "would matter if at the same peak it\n  turned a training that broke into one that trained; it did not")
           + f": {said(rescued)}",
           rescued, value=", ".join(f"{a:.2f}" for a in after[1:3]),
