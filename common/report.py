@@ -152,6 +152,13 @@ class Ledger:
         print(_wrapped(f"- \"{bullet}\": {why}", "  ", "    "))
         record(f"bullet: {bullet}", why=why)
 
+    def elsewhere(self, bullet, lesson, checks, shows):
+        """A bullet a run of another lesson answers: the command a learner runs and what it
+        shows. checks: {that lesson's check, by its name in its .checks.txt: the outcome this
+        line reports}; tests/test_mistakes.py holds them to that lesson's default run."""
+        print(_wrapped(f'- "{bullet}": python\0{lesson}.py shows {shows}', "  ", "    "))
+        record(f"bullet: {bullet}", why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
+
     def finish(self):
         """Print the summary line; return 1 if anything disagreed with the page (or an
         experiment could not tell its worlds apart), else 0."""

@@ -20,15 +20,14 @@ see the same inputs; "moves" means by more than 1e-9; the small decoder is untra
 Notes: week2/NOTES.md, section 11.
 """
 import sys
-import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec
-from common.records import NOT_TESTED, UPHOLDS, record
-from common.report import MOVES, WIDTH, Finding, Ledger, moved, yes
+from common.records import NOT_TESTED, UPHOLDS
+from common.report import MOVES, Finding, Ledger, moved, yes
 
 import torch
 import torch.nn as nn
@@ -693,10 +692,7 @@ def bullets_another_lesson_runs(ledger):
     """The page's bullets a run in another lesson answers: the command and what it shows."""
     ledger.section("Bullets another lesson runs (its command shows it):")
     for bullet, lesson, checks, shows in ANOTHER_LESSON_RUNS:
-        line = f'- "{bullet}": python {lesson}.py shows {shows}'.replace("python ", "python\0")  # \0: no break
-        print(textwrap.fill(line, WIDTH, initial_indent="  ", subsequent_indent="    ", break_long_words=False,
-                            break_on_hyphens=False).replace("\0", " "))
-        record(f"bullet: {bullet}", why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
+        ledger.elsewhere(bullet, lesson, checks, shows)
 
 
 def bullets_no_computation_settles(ledger):
