@@ -359,3 +359,48 @@ def test_a_norm_that_does_not_normalize_flips_the_steady_line(capsys):
 
 def test_the_steady_threshold_is_one_percent():
     assert load_script("week1/07_eli5_one_block").STEADY == 0.01
+
+
+def week1_07_records(monkeypatch, plant=None):
+    """week1/07's records at its defaults, in this process; plant(module) first changes it."""
+    import contextlib
+    import io
+
+    from common.records import collected
+
+    module = load_script("week1/07_eli5_one_block")
+    if plant:
+        plant(module, monkeypatch)
+    monkeypatch.setattr(sys, "argv", ["07_eli5_one_block.py"])
+    with collected() as got, contextlib.redirect_stdout(io.StringIO()):
+        module.main()
+    return {r["name"]: r["outcome"] for r in got}
+
+
+def test_week1_07s_block_checks_uphold_the_page_as_written(monkeypatch):
+    outcomes = week1_07_records(monkeypatch)
+    for name in ("each row sums to 1, none of it on future words", "attention rewrites the sat row",
+                 "pre-norm and post-norm are different wirings"):
+        assert outcomes[name] == "upholds the page", name
+
+
+def test_a_block_mask_that_lets_a_word_see_the_next_one_flips_the_future_line(monkeypatch):
+    def leaky(module, monkeypatch):
+        monkeypatch.setattr(module.CausalSelfAttention, "future", staticmethod(
+            lambda seq: torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=2)))
+    outcomes = week1_07_records(monkeypatch, leaky)
+    assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
+
+
+def test_attention_that_adds_nothing_flips_the_rewrite_line(monkeypatch):
+    def silent(module, monkeypatch):
+        monkeypatch.setattr(module.CausalSelfAttention, "forward", lambda self, x: torch.zeros_like(x))
+    outcomes = week1_07_records(monkeypatch, silent)
+    assert outcomes["attention rewrites the sat row"] == "contradicts the page"
+
+
+def test_one_wiring_for_both_flips_the_wirings_line(monkeypatch):
+    def same_wiring(module, monkeypatch):
+        monkeypatch.setattr(module, "post_norm", lambda block, x: block(x))
+    outcomes = week1_07_records(monkeypatch, same_wiring)
+    assert outcomes["pre-norm and post-norm are different wirings"] == "contradicts the page"

@@ -144,8 +144,8 @@ def lesson(args):
               f"   the FFN widens it to {f} numbers and folds it back to {d})")
 
         torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
-        weights = torch_layer.self_attn(normed, normed, normed, attn_mask=torch_mask,
-                                        average_attn_weights=False)[1][0]  # (h, seq, seq)
+        weights = block.attention.mha(normed, normed, normed, attn_mask=block.attention.future(len(WORDS)),
+                                      average_attn_weights=False)[1][0]  # (h, seq, seq), through the block's mask
         for i, head in enumerate(weights, start=1):
             print(f"attention weights{f' of head {i}' if h > 1 else ''} "
                   "(row = word, column = the word it looks at):")
