@@ -289,3 +289,15 @@ def test_a_smoothing_that_does_nothing_flips_the_over_confidence_verdict(monkeyp
 def test_the_over_confidence_thresholds():
     module = load_script("week2/05_label_smoothing")
     assert (module.SURE, module.NEAR, module.RIGHT) == (0.95, 0.01, 0.95)
+
+
+@pytest.mark.parametrize(("smoothed", "plain", "right", "says"), [
+    (0.934, 0.951, 0.96, "upholds the page"),  # each measure just inside its threshold
+    (0.936, 0.951, 0.96, "contradicts the page"),  # smoothed just above the target 0.925 + 0.01
+    (0.934, 0.949, 0.96, "contradicts the page"),  # plain not over-confident
+    (0.934, 0.951, 0.949, "contradicts the page"),  # an answer share just under 95%
+])
+def test_each_over_confidence_threshold_at_its_edge(monkeypatch, capsys, smoothed, plain, right, says):
+    """Measured values fed through the lesson's own verdict (epsilon 0.1: the target 0.925)."""
+    fake = {0.1: (smoothed, right), 0.0: (plain, right)}
+    assert smoothing_outcome(monkeypatch, train_classifier=lambda epsilon, seed: fake[epsilon]) == says

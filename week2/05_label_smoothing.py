@@ -136,7 +136,8 @@ def over_confidence(epsilon, seed):
     print(f"  right: {'above' if min(right, plain_right) > RIGHT else 'not all above'} {RIGHT:.0%} both ways")
     holds = epsilon > 0 and sure <= cap + NEAR and plain > SURE and min(right, plain_right) > RIGHT
     check("label smoothing stops the model from becoming over-confident", f"Verdict: smoothing keeps the model's "
-          f"confidence near its target's {cap:.3f},\n  without it the model goes above {SURE:g}, both right: "
+          f"confidence at most its target's {cap:.3f} + {NEAR:g},\n  without it the model goes above {SURE:g}, "
+          "both right: "
           f"{said(holds if epsilon > 0 else None)}", holds if epsilon > 0 else None,
           value=f"{sure:.3f} smoothed, {plain:.3f} plain", threshold=f"smoothed at most the target + {NEAR:g}; "
           f"plain above {SURE:g}; both right above {RIGHT:.0%}")
