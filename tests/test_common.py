@@ -71,7 +71,6 @@ def test_adam_step_is_torchs_adam_to_the_last_bit():
         optimiser.step()
         adam_step(ours, grads, state, step, lr=0.01, betas=(0.9, 0.98), eps=1e-9)
         assert all(torch.equal(a, b.detach()) for a, b in zip(ours, theirs, strict=True))
-    assert not torch.equal(ours[0], theirs[0].detach() + 1e-6)  # (the comparison can fail)
 
 
 def test_the_shared_mask_and_table_are_the_lessons_that_teach_them():

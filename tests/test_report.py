@@ -77,3 +77,29 @@ def test_numbers_are_written_in_digits_anyone_can_read():
     assert readable(2.0794) == "2.0794" and readable(0.0) == "0.0000"
     assert readable(3.1e300) == "3.1 x 10^300" and readable(1.7e-25) == "1.7 x 10^-25"
     assert vec([0.1, 0.2, 0.3], 1, shown=2) == "[0.1, 0.2 ... 1 more]" and vec([0.5], 1, shown=2) == "[0.5]"
+
+
+def test_a_beliefs_record_carries_its_verdict():
+    from common.records import collected
+
+    for page_world, belief_world, outcome in [(PAGE_LIKE, BELIEF_LIKE, "upholds the page"),
+                                              (BELIEF_LIKE, PAGE_LIKE, "contradicts the page"),
+                                              (PAGE_LIKE, PAGE_LIKE, "not tested here")]:
+        with collected() as got:
+            Ledger().belief(1, "b", "e", ("real", page_world), ("belief", belief_world))
+        assert [(r["name"], r["outcome"]) for r in got] == [("belief: b", outcome)]
+
+
+def test_a_bullet_another_lesson_runs_names_its_command_whole(capsys):
+    from common.records import collected
+
+    with collected() as got:
+        Ledger().elsewhere("Heads find distinct roles (section 5)", "week1/16_heads_take_roles",
+                           {"heads need not find distinct, readable roles": "upholds the page"},
+                           "it wrong, as the page says: " + "a long explanation " * 6)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith('  - "Heads find distinct roles (section 5)": python week1/16_heads_take_roles.py')
+    assert all(len(line) <= 100 for line in lines) and all(line.startswith("    ") for line in lines[1:])
+    assert got == [{"name": "bullet: Heads find distinct roles (section 5)", "value": None, "threshold": None,
+                    "outcome": "not tested here", "why": 'run by week1/16_heads_take_roles: '
+                    '"heads need not find distinct, readable roles" upholds the page'}]

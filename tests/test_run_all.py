@@ -409,6 +409,15 @@ def test_update_refuses_a_check_that_changed_by_name(repo, change, says):
     assert code == 1 and says in out and f"--update {name}" not in out
 
 
+def test_a_check_recorded_twice_is_refused(repo):
+    """Two records of one name: only one could be compared with its golden line, so an earlier
+    one that contradicts the page would slip through. (Both uphold here: only this rule refuses.)"""
+    twice = TWO_CHECKS + "check('rows sum to 1', 'again: yes', True, value=1.0, threshold='within 1e-6')\n"
+    name = lesson_with_checks(repo, TWO_CHECKS, twice)
+    code, out = run(repo, "--update", name)
+    assert code == 1 and 'the check "rows sum to 1" is recorded twice' in out, out
+
+
 def test_a_check_retired_on_purpose_may_go(repo):
     retired = TWO_CHECKS.split("\n")[1] + "\nretire('rows sum to 1', 'shown by week9/10 now')\n"
     name = lesson_with_checks(repo, TWO_CHECKS, retired)
