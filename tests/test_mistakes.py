@@ -230,14 +230,14 @@ ELSEWHERE = [(week, bullet, lesson, checks, shows) for week, script in SCRIPT.it
 
 def disagreements(records, checks, shows):
     """What a lesson's records hold against a mistakes line that names them: each named check
-    not made or with another outcome than the line reports; each share (90%) the line quotes
-    that the thresholds of those checks do not."""
+    not made or with another outcome than the line reports; each measure the line quotes
+    ("fewer than 90%", "4 heads") that the thresholds of those checks do not say, whole."""
     made = {r["name"]: r for r in records}
     found = [f'"{name}": {made[name]["outcome"] if name in made else "not made"}, the line says {outcome}'
              for name, outcome in checks.items() if name not in made or made[name]["outcome"] != outcome]
     thresholds = " ".join(str(made[name].get("threshold")) for name in checks if name in made)
-    return found + [f"{share}: in no threshold of those checks" for share in re.findall(r"\d+%", shows)
-                    if share not in thresholds]
+    quoted = re.findall(r"(?:at least|fewer than|more than|at most|above|below|under) \d+(?:\.\d+)?%?|\d+ heads", shows)
+    return found + [f"{phrase}: in no threshold of those checks" for phrase in quoted if phrase not in thresholds]
 
 
 @pytest.mark.parametrize(("week", "bullet", "lesson", "checks", "shows"), ELSEWHERE,
@@ -258,6 +258,11 @@ def test_a_check_that_turned_vanished_or_changed_its_threshold_disagrees_with_th
             "looking hardest at the noun it means"}
     assert disagreements([made], {name: UPHOLDS}, shows) == []
     assert disagreements([{**made, "outcome": RECORD_CONTRADICTS}], {name: UPHOLDS}, shows)
+    lowered = made["threshold"].replace("fewer than 90%", "fewer than 50%")  # "90%" is still in "at least 90%"
+    assert disagreements([{**made, "threshold": lowered}], {name: UPHOLDS}, shows) == \
+        ["fewer than 90%: in no threshold of those checks"]
+    heads = {"name": "n", "outcome": UPHOLDS, "threshold": "with 8 heads: a head whose knock-out ..."}
+    assert disagreements([heads], {"n": UPHOLDS}, "trained with 4 heads, a head knocked out")
     assert disagreements([{**made, "outcome": NOT_TESTED}], {name: UPHOLDS}, shows)
     assert disagreements([], {name: UPHOLDS}, shows)
     assert disagreements([{**made, "threshold": "at least 80% right"}], {name: UPHOLDS}, shows)

@@ -573,7 +573,8 @@ def show_more_heads(m, task):
           f"Verdict: not tested: the {heads} heads did not fill every blank (above {RIGHT:.0%}), so no knock-out\n"
           "  can show whose job a blank is", holds,
           value="; ".join(f"without {g[0] + 1}: {summary(acc)}" for g, acc in m["knocked"] if len(g) == 1),
-          threshold=f"a head whose knock-out alone leaves every trained blank at {WRONG:.0%} or more")
+          threshold=f"with {heads} heads: a head whose knock-out alone leaves every trained blank at "
+                    f"{WRONG:.0%} or more")
 
 
 def spare_heads(m, trained):
