@@ -36,7 +36,7 @@ STEPS = 150  # steps of Adam
 WARMUP = 50  # w, the warm-up's length in steps (a third of the training)
 BETAS, EPS = (0.9, 0.999), 1e-8  # Adam's (torch's defaults)
 HELD_OUT = 500  # held-out points, never trained on
-HELD_OUT_SEED = 12345  # their own generator, the same for every --seed
+HELD_OUT_SEED = 2**32 + 12345  # their own generator, the same for every --seed, past every seed + 1
 TRAINED = 0.5  # a training worked: held-out loss below this share of always answering 0
 BROKE = 0.8  # a training broke: held-out loss above this share (no better than a guess), or not a number
 # the trainings, side by side: (what it is, peak rate, warm-up)
