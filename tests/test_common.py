@@ -88,3 +88,17 @@ def test_the_shared_mask_and_table_are_the_lessons_that_teach_them():
     for max_len, d in ((10, 4), (50, 16), (7, 64)):
         gap = sinusoidal_pe(max_len, d, torch.float64) - torch.as_tensor(table_lesson.sinusoidal_pe(max_len, d))
         assert gap.abs().max() < 1e-12  # numpy's sin and torch's round their last bits apart
+
+
+@pytest.mark.parametrize("name", ["week1/17_unscaled_scores_stall", "week2/18_deep_stacks_train",
+                                  "week2/20_warmup_not_universal"])
+def test_held_out_data_never_shares_a_generator_with_the_batches(name):
+    """These lessons draw their batches from a generator seeded --seed + 1 and keep no list of
+    what was trained on, so the held-out generator's seed lies past every --seed + 1 (a seed
+    of 12345 made --seed 12344 train on the held-out data). week1/16 and week2/19 instead
+    drop every held-out candidate that training saw."""
+    from common.cli import SEED
+
+    from tests.conftest import load_script
+
+    assert load_script(name).HELD_OUT_SEED > SEED.hi + 1
