@@ -329,7 +329,9 @@ def test_mask_verdict(tt, causal, taught, kept, same, verdict):
     the gold prefix, `kept` of them also right when the model writes them alone."""
     assert tt.HELD_OUT == 200
     result = {"forced": taught / 200, "free": kept / 200, "exact": kept, "forced_exact": taught, "both_exact": kept}
-    assert tt.mask_verdict(causal, result, same).startswith(verdict)
+    holds, saying = tt.mask_verdict(causal, result, same)
+    assert saying.startswith(verdict)
+    assert holds is (None if verdict.startswith("not trained") else not verdict.startswith("CONTRADICTS"))
 
 
 # ---------------------------------------------------------------- the trained model
@@ -487,14 +489,18 @@ def test_a_dropped_sqrt_d_k_fails_the_check_and_names_the_formula(runs):
 def test_the_loss_lines_say_no_on_either_side_of_the_floor_and_for_a_slow_start(tt):
     floor = tt.loss_floor()
     for end, says in ((floor + 0.02, "no"), (floor - 0.02, "no"), (floor + 0.005, "yes"), (floor - 0.005, "yes")):
-        assert tt.loss_lines([3.0] * 80 + [1.0] * 20 + [end] * 20, floor)[-1].endswith(f"to within 0.01: {says}")
-    assert tt.loss_lines([3.0] * 80 + [1.0] * 40, floor)[0].endswith("fallen below 1.20 by then: yes")
-    assert tt.loss_lines([3.0] * 120, floor)[0].endswith("fallen below 1.20 by then: no")  # not fallen by step 100
+        _, line, holds, _, _ = tt.loss_checks([3.0] * 80 + [1.0] * 20 + [end] * 20, floor)[-1]
+        assert line.endswith(f"to within 0.01: {says}") and holds == (says == "yes")
+    for early, says in ((1.19, "yes"), (1.21, "no")):  # either side of the threshold 1.20
+        _, line, holds, _, _ = tt.loss_checks([3.0] * 80 + [early] * 40, floor)[0]
+        assert line.endswith(f"fallen below 1.20 by then: {says}") and holds == (says == "yes")
+    assert tt.loss_checks([3.0] * 120, floor)[0][1].endswith("fallen below 1.20 by then: no")  # not fallen by step 100
 
 
 def test_the_exposure_line_says_no_without_a_gap(tt):
-    assert tt.exposure_line({"forced": 0.90, "free": 0.70}).endswith("at least 5 points worse: yes")
-    assert tt.exposure_line({"forced": 0.90, "free": 0.88}).endswith("at least 5 points worse: no")
+    for free, says in ((0.70, "yes"), (0.855, "yes"), (0.86, "no"), (0.88, "no")):  # 5 points: 0.85
+        line, holds, _ = tt.exposure_check({"forced": 0.905, "free": free})
+        assert line.endswith(f"at least 5 points worse: {says}") and holds == (says == "yes")
 
 
 def test_rows_on_the_mirror_are_measured_not_assumed(tt, held):

@@ -143,6 +143,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, add_live, need_window, show
 from common.printing import n_params
 from common.progress import Progress
+from common.records import check
 
 import numpy as np
 import torch
@@ -165,6 +166,12 @@ EARLY = 50  # the step at which exposure bias is measured
 # Bands for numbers that differ a little from CPU to CPU: a default run prints which band
 # each is in; every measured run sits well inside its band (the ranges are in the docstring)
 LOSS_EDGES, GAP_EDGES = (0.4, 1.0, 1.2), (5, 30)
+FALLEN = 1.2  # the mean loss of steps 81-100 has fallen below this
+NEAR_FLOOR = 0.01  # the mean loss of the last 20 steps is this close to the floor
+WORSE = 0.05  # exposure bias: free running at least this share of the tokens (5 points) worse
+ON_MIRROR = 0.8  # this share of the held-out rows, at least, has its largest weight on the mirror
+SAME = 1e-3  # position t's scores prefix by prefix and in one pass agree to this
+AGREE = 1e-6  # attention by hand and torch's agree to this (float64 rounding is about 1e-16)
 FIGURE = REPO_ROOT / "build" / "figures" / "week2" / "tiny_transformer_cross_attention.png"
 
 
@@ -573,23 +580,29 @@ def band(value, edges):
     return f"{edges[i - 1]} to {edges[i]}"
 
 
-def loss_lines(losses, floor):
-    """The verdicts on the training loss: has it fallen by step 100, and does it end on the floor?"""
-    lines = []
+def loss_checks(losses, floor):
+    """The checks on the training loss, each (name, line, holds, value, threshold): has it
+    fallen by step 100, and does it end on the floor?"""
+    checks = []
     if len(losses) >= 100:
-        early = np.mean(losses[80:100])
-        lines.append(f"  mean of steps 81-100: {band(early, LOSS_EDGES)}; "
-                     f"fallen below 1.20 by then: {yes(early < 1.2)}")
-    end = np.mean(losses[-20:])
-    lines.append(f"  mean of steps {len(losses) - 19}-{len(losses)}: {end:.2f}; at the floor {floor:.4f}, "
-                 f"to within 0.01: {yes(abs(end - floor) < 0.01)}")
-    return lines
+        early = float(np.mean(losses[80:100]))
+        checks.append(("training loss fallen by step 100", f"  mean of steps 81-100: {band(early, LOSS_EDGES)}; "
+                       f"fallen below {FALLEN:.2f} by then: {yes(early < FALLEN)}", early < FALLEN, early,
+                       f"mean of steps 81-100 below {FALLEN:.2f}; bands at {', '.join(map(str, LOSS_EDGES))}"))
+    end = float(np.mean(losses[-20:]))
+    near = abs(end - floor) < NEAR_FLOOR
+    checks.append(("training loss ends at the floor", f"  mean of steps {len(losses) - 19}-{len(losses)}: {end:.2f}; "
+                   f"at the floor {floor:.4f}, to within {NEAR_FLOOR:g}: {yes(near)}", near, end,
+                   f"mean of the last 20 steps within {NEAR_FLOOR:g} of the floor {floor:.4f}"))
+    return checks
 
 
-def exposure_line(early):
-    """The verdict on exposure bias, from the held-out evaluation at step EARLY."""
+def exposure_check(early):
+    """The check on exposure bias, from the held-out evaluation at step EARLY: (line, holds, gap in points)."""
     gap = early["forced"] - early["free"]
-    return f"  free running {band(100 * gap, GAP_EDGES)} points worse; at least 5 points worse: {yes(gap >= 0.05)}"
+    worse = gap >= WORSE
+    return (f"  free running {band(100 * gap, GAP_EDGES)} points worse; at least {100 * WORSE:g} points worse: "
+            f"{yes(worse)}", worse, 100 * gap)
 
 
 def share_on_mirror(maps, lengths, task):
@@ -600,30 +613,31 @@ def share_on_mirror(maps, lengths, task):
 
 
 def mask_verdict(causal, evaluation, same):
-    """The verdict on the page's claim about the causal mask, from the held-out evaluation
-    (evaluate()) and whether position t's scores are the same computed prefix by prefix as
-    in one parallel pass (`same`). With the mask, a string right at every position with the
-    gold prefix must also come out right when the model writes it alone: each step then sees
-    the same prefix and computes the same scores."""
+    """The verdict on the page's claim about the causal mask, (holds, words), from the held-out
+    evaluation (evaluate()) and whether position t's scores are the same computed prefix by
+    prefix as in one parallel pass (`same`). With the mask, a string right at every position
+    with the gold prefix must also come out right when the model writes it alone: each step
+    then sees the same prefix and computes the same scores. holds is None when too few
+    strings are right even with the gold prefix to judge."""
     taught, lost = evaluation["forced_exact"], evaluation["forced_exact"] - evaluation["both_exact"]
-    too_few = (f"not trained enough to judge: only {taught} of the {HELD_OUT} strings are right even with the "
-               "gold prefix (try more --steps)")
+    too_few = (None, f"not trained enough to judge: only {taught} of the {HELD_OUT} strings are right even with "
+               "the gold prefix (try more --steps)")
     if causal:  # the page: hide the future and training computes exactly what generation will
         if not same:
-            return "CONTRADICTS THE PAGE: the mask did not hide the future"
+            return False, "CONTRADICTS THE PAGE: the mask did not hide the future"
         if lost:
-            return (f"CONTRADICTS THE PAGE: {lost} of the {taught} strings right with the gold prefix came out "
-                    "wrong when it wrote them alone, with the future hidden")
+            return False, (f"CONTRADICTS THE PAGE: {lost} of the {taught} strings right with the gold prefix came "
+                           "out wrong when it wrote them alone, with the future hidden")
         if taught < HELD_OUT // 2:
             return too_few
-        return "as the page says: with the future hidden, training teaches what generation needs"
+        return True, "as the page says: with the future hidden, training teaches what generation needs"
     # the page: without the mask, position t sees the word it must predict
     if taught < HELD_OUT // 2:
         return too_few
     if lost:
-        return ("as the page says: without the mask, position t read its answer from input t + 1, which does "
-                "not exist yet while generating")
-    return "CONTRADICTS THE PAGE: without the mask it still learned to write on its own"
+        return True, ("as the page says: without the mask, position t read its answer from input t + 1, which does "
+                      "not exist yet while generating")
+    return False, "CONTRADICTS THE PAGE: without the mask it still learned to write on its own"
 
 
 def main():
@@ -704,7 +718,8 @@ def main():
     print(f"  step 1, before any update: {losses[0]:.2f} (a uniform guess over the {V} tokens would score "
           f"ln {V} = {math.log(V):.2f}" + ("; random starting weights guess unevenly, and mostly wrong)"
                                           if losses[0] > math.log(V) else ")"))
-    print("\n".join(loss_lines(losses, floor)))
+    for name, line, holds, value, threshold in loss_checks(losses, floor):
+        check(name, line, holds, value=value, threshold=threshold)
     if args.table:
         late = f", of steps {steps - 19}-{steps} {np.mean(losses[-20:]):.4f}"
         print(f"  exact: step 1 {losses[0]:.4f}" + (f", mean of steps 81-100 {np.mean(losses[80:100]):.4f}"
@@ -713,13 +728,16 @@ def main():
     print(f"\nexposure bias (section 1), measured at step {EARLY} while the model is still learning: right tokens")
     print("  on the held-out strings when it is fed the gold prefix (teacher forcing) and when it is fed its")
     print("  own earlier guesses (free running, as in real use)")
-    print(exposure_line(early))
+    line, worse, gap = exposure_check(early)
+    check(f"exposure bias at step {EARLY}", line, worse, value=gap,
+          threshold=f"free running at least {100 * WORSE:g} points worse; bands at {GAP_EDGES[0]}, {GAP_EDGES[1]}")
     print("  (one wrong guess becomes a wrong input for every later step)")
     if args.table:
         print(f"  exact: {early['forced']:.1%} with the gold prefix, {early['free']:.1%} with its own guesses")
 
     print(f"\nafter {steps} steps:")
-    print(f"held-out sequences decoded exactly: {final['exact']}/{HELD_OUT}")
+    check("held-out strings decoded exactly", f"held-out sequences decoded exactly: {final['exact']}/{HELD_OUT}",
+          final["exact"] == HELD_OUT, value=final["exact"], threshold=f"all {HELD_OUT}")
 
     example = int(((held_src > EOS).sum(1) == MAX_LEN).nonzero()[0, 0])  # the first of full length
     written, _ = generate(model, held_src[example:example + 1], causal)
@@ -737,7 +755,9 @@ def main():
     what = "mirror L-1-t" if task == "reverse" else "same position t"
     if task == "reverse":
         print("  (row t writes the digit read at source position L-1-t, its mirror; L = the string's length)")
-    print(f"  held-out rows whose largest weight is on the {what}: at least 80%: {yes(share >= 0.8)}")
+    check(f"held-out rows whose largest cross-attention weight is on the {what}",
+          f"  held-out rows whose largest weight is on the {what}: at least {ON_MIRROR:.0%}: {yes(share >= ON_MIRROR)}",
+          share >= ON_MIRROR, value=share, threshold=f"at least {ON_MIRROR:.0%} of the rows")
     full = lengths == MAX_LEN
     n = MAX_LEN + 1
     mean_map = maps[full][:, :n, :n].mean(0)  # [n, n] over the full-length strings
@@ -746,32 +766,45 @@ def main():
     print(f"  averaged over the {int(full.sum())} held-out strings of length {MAX_LEN}, rows t = 0..{MAX_LEN - 1} "
           f"look most at source positions {' '.join(map(str, peaks.tolist()))}")
     on_mirror = bool((peaks == mirror(MAX_LEN, task)).all())
-    print(f"  every row on the {what}: {yes(on_mirror)}" + ("" if causal or not on_mirror else (
-        f" (with the gold input in view, which also holds the answer: alone it wrote {final['exact']}/{HELD_OUT} "
-        "right)")))
+    check(f"the averaged map: every row on the {what}", f"  every row on the {what}: {yes(on_mirror)}" + (
+        "" if causal or not on_mirror else (f" (with the gold input in view, which also holds the answer: alone it "
+                                            f"wrote {final['exact']}/{HELD_OUT} right)")),
+          on_mirror, value=f"peaks {' '.join(map(str, peaks.tolist()))}, lead {lead:.3f}",
+          threshold=f"each row's largest weight on the {what}")
     if args.table:
         print(f"  exact: {share:.1%} of the {int(lengths.sum()):,} rows; in the average, each row's largest weight "
               f"leads its second by {lead:.3f} or more")
     print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand, against torch's nn.MultiheadAttention")
     print("  with the same weights: all three attention blocks on the held-out pairs, outputs and weights (float64):")
-    print(f"max |by hand - torch|={attention_against_torch(model, held_src, held_tgt, causal):.8f}")
+    gap = attention_against_torch(model, held_src, held_tgt, causal)
+    check("attention by hand is torch's", f"max |by hand - torch|={gap:.8f}", gap <= AGREE, value=gap,
+          threshold=f"at most {AGREE:g}")
 
     print("\nthe causal mask (section 2): does what it learned with the answer key in view carry over to")
     print("writing on its own?")
-    print(f"  held-out strings right at every position with the gold prefix: {final['forced_exact']}/{HELD_OUT}; "
-          f"of those, written right on its own: {final['both_exact']}/{final['forced_exact']}")
+    check("held-out strings right at every position with the gold prefix",
+          f"  held-out strings right at every position with the gold prefix: {final['forced_exact']}/{HELD_OUT}; "
+          f"of those, written right on its own: {final['both_exact']}/{final['forced_exact']}",
+          final["forced_exact"] == HELD_OUT, value=f"{final['forced_exact']}; alone {final['both_exact']}",
+          threshold=f"all {HELD_OUT} with the gold prefix")
     dec_in, real = shift_right(held_tgt), held_tgt != PAD
     with torch.no_grad():
         at_once = decode(model, *encode(model, held_src), dec_in, causal)[0]  # [N, T, V]: training's way
     one_by_one = prefix_by_prefix(model, held_src, dec_in, causal)  # [N, T, V]: generation's way
     apart = (at_once - one_by_one)[real].abs().max().item()
-    same = apart < 1e-3
+    same = apart < SAME
     print("  position t's scores are the same whether the decoder reads the whole gold input at once (as in")
-    print(f"  training) or only its first t + 1 words (as while generating), to 0.001: {yes(same)}")
+    check("position t's scores the same prefix by prefix as in one pass",
+          f"  training) or only its first t + 1 words (as while generating), to {SAME:g}: {yes(same)}",
+          same == causal, value=apart, threshold=f"the same to {SAME:g} with the mask, not without it")
     if args.table:
         print(f"  exact: right tokens {final['forced']:.2%} with the gold prefix, {final['free']:.2%} on its own; "
               f"the scores differ by up to {apart:.2g}")
-    print(f"Verdict: {mask_verdict(causal, final, same)}")
+    holds, saying = mask_verdict(causal, final, same)
+    check("the causal mask: training teaches what generation needs", f"Verdict: {saying}", holds,
+          value=f"{final['forced_exact']} right with the gold prefix, {final['both_exact']} of them alone",
+          threshold=f"every string right with the gold prefix also right alone; at least {HELD_OUT // 2} of "
+          f"{HELD_OUT} to judge")
 
     figure_data = (maps[example, :n, :n].numpy(), mean_map.numpy(), held_src[example], held_tgt[example],
                    int(full.sum()), task)
