@@ -75,22 +75,22 @@ def lines_of(result):
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
 def test_label_smoothing_matches_torch(tt, epsilon):
     torch.manual_seed(0)
-    logits = 3 * torch.randn(5, 7, tt.V)
-    labels = torch.randint(tt.EOS, tt.V, (5, 7))
+    logits = 3 * torch.randn(5, 7, tt.N_WORDS)
+    labels = torch.randint(tt.EOS, tt.N_WORDS, (5, 7))
     labels[:, 4:] = tt.PAD  # padding positions do not count
     mine = tt.smoothed_loss(logits, labels, epsilon)
-    theirs = F.cross_entropy(logits.reshape(-1, tt.V), labels.reshape(-1), label_smoothing=epsilon,
+    theirs = F.cross_entropy(logits.reshape(-1, tt.N_WORDS), labels.reshape(-1), label_smoothing=epsilon,
                              ignore_index=tt.PAD)
     torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-6)
     q = tt.smoothed_target(labels, epsilon)
     torch.testing.assert_close(q.sum(-1), torch.ones(5, 7))
-    assert q[0, 0, labels[0, 0]].item() == pytest.approx(1 - epsilon + epsilon / tt.V)
+    assert q[0, 0, labels[0, 0]].item() == pytest.approx(1 - epsilon + epsilon / tt.N_WORDS)
 
 
 def test_the_other_smoothing_convention_would_fail_the_same_check(tt):
     torch.manual_seed(0)
-    logits, labels = 3 * torch.randn(6, tt.V), torch.randint(tt.EOS, tt.V, (6,))
-    gold_exact = torch.full((6, tt.V), 0.1 / (tt.V - 1)).scatter(-1, labels[:, None], 0.9)
+    logits, labels = 3 * torch.randn(6, tt.N_WORDS), torch.randint(tt.EOS, tt.N_WORDS, (6,))
+    gold_exact = torch.full((6, tt.N_WORDS), 0.1 / (tt.N_WORDS - 1)).scatter(-1, labels[:, None], 0.9)
     other = -(gold_exact * torch.log_softmax(logits, -1)).sum(-1).mean()
     theirs = F.cross_entropy(logits, labels, label_smoothing=0.1)
     assert abs(other - theirs).item() > 1e-3
@@ -122,14 +122,17 @@ def test_schedule_ramp_matches_torch_linear_lr_and_then_decays_as_one_over_sqrt(
         assert tt.learning_rate(4 * step) == pytest.approx(tt.learning_rate(step) / 2, rel=1e-12)
 
 
-def test_hand_written_adam_matches_torch(tt):
+def test_adam_on_one_vector_matches_torch(tt):
+    """The lesson's Adam (common.blocks.adam_step, its betas and eps, the schedule's rate)
+    on all weights as one vector moves every weight as torch.optim.Adam does on the model's
+    own parameters."""
     torch.manual_seed(0)
     mine = nn.Linear(4, 3, dtype=torch.float64)
     theirs = nn.Linear(4, 3, dtype=torch.float64)
     theirs.load_state_dict(mine.state_dict())
     x = torch.randn(16, 4, dtype=torch.float64)
     w, g = tt.as_one_vector(mine)
-    state = {"m": torch.zeros_like(w), "v": torch.zeros_like(w)}
+    state = tt.adam_state([w])
     optimizer = torch.optim.Adam(theirs.parameters(), betas=tt.BETAS, eps=tt.ADAM_EPS)
     for step in range(1, 8):
         g.zero_()  # not mine.zero_grad(): that would detach each .grad from g
@@ -137,18 +140,11 @@ def test_hand_written_adam_matches_torch(tt):
         for model in (mine, theirs):
             (torch.sin(model(x * step)) ** 2).sum().backward()
         torch.testing.assert_close(g, torch.cat([p.grad.reshape(-1) for p in theirs.parameters()]))
-        tt.adam_step(w, g, state, step, tt.learning_rate(step))
+        tt.adam_step([w], [g], state, step, tt.learning_rate(step), tt.BETAS, tt.ADAM_EPS)
         optimizer.param_groups[0]["lr"] = tt.learning_rate(step)
         optimizer.step()
         for p, q in zip(mine.parameters(), theirs.parameters(), strict=True):
             torch.testing.assert_close(p, q, rtol=0, atol=1e-12)
-
-    # The bias correction is what makes the first step lr * g / |g|: without it m / sqrt(v)
-    # would be 0.1 / sqrt(0.001) = 3.16 times that.
-    weight, grad = torch.zeros(3, dtype=torch.float64), torch.tensor([2.0, -0.5, 0.1], dtype=torch.float64)
-    tt.adam_step(weight, grad, {"m": torch.zeros(3, dtype=torch.float64), "v": torch.zeros(3, dtype=torch.float64)},
-                 1, 0.01)
-    torch.testing.assert_close(weight, -0.01 * grad.sign(), rtol=1e-3, atol=0)
 
 
 def test_one_vector_keeps_the_model_and_collects_its_gradients(tt):
@@ -177,7 +173,7 @@ def copy_into_torch(W, mha):
 
 def tokens_with_padding(tt, lengths, width):
     """[B, width] rows of digits then <pad>: row b has lengths[b] real tokens."""
-    rows = torch.randint(tt.EOS + 1, tt.V, (len(lengths), width))
+    rows = torch.randint(tt.EOS + 1, tt.N_WORDS, (len(lengths), width))
     return rows.masked_fill(torch.arange(width) >= torch.tensor(lengths)[:, None], tt.PAD)
 
 
@@ -280,7 +276,7 @@ def test_data_reverses_and_held_out_strings_are_the_same_for_every_steps_and_uns
         assert t[t > tt.EOS].tolist() == digits[::-1] and (s == tt.EOS).sum() == 1 and (t == tt.EOS).sum() == 1
     assert (src[..., -1] == tt.PAD).all()  # the spare column: always padding
     # not one held-out string occurs in the longest stream --steps allows
-    key = torch.tensor(tt.V) ** torch.arange(tt.T)
+    key = torch.tensor(tt.N_WORDS) ** torch.arange(tt.T)
     assert len(held_src) == tt.HELD_OUT and not torch.isin(held_src @ key, src.reshape(-1, tt.T) @ key).any()
     assert ((held_src > tt.EOS).sum(1) >= 4).all()  # every string of 1 to 3 digits occurs in the stream
     short_src, short_tgt, short_held = tt.training_and_held_out(3, tt.EARLY, "reverse")
@@ -290,19 +286,30 @@ def test_data_reverses_and_held_out_strings_are_the_same_for_every_steps_and_uns
 
 # ---------------------------------------------------------------- training, and its verdicts
 
-def test_train_lets_a_caller_watch_every_step(tt):
-    sources, targets, _ = tt.training_and_held_out(0, tt.EARLY, "reverse")
+def test_train_shows_every_step_to_a_window_and_evaluates_the_held_out_strings_at_step_early(tt, monkeypatch):
+    """train() hands a window (--live) every step, and makes the exposure-bias evaluation
+    itself, at step EARLY (here 2 of 3): the held-out strings as evaluate() sees them then."""
+    sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
+    monkeypatch.setattr(tt, "EARLY", 2)
     seen = []
-    model, losses = tt.train(0, sources[:3], targets[:3], True,
-                             watch=lambda step, so_far, model: seen.append((step, list(so_far), model)))
-    assert [(step, so_far) for step, so_far, _ in seen] == [(1, losses[:1]), (2, losses[:2]), (3, losses)]
-    assert all(watched is model for *_, watched in seen)
+
+    class Window:
+        def watch(self, step, so_far, model, last=False):
+            seen.append((step, list(so_far), last, tt.evaluate(model, *held) if step == 2 else None))
+            self.model = model
+
+    window = Window()
+    model, losses, early = tt.train(0, sources[:3], targets[:3], True, held, window)
+    assert [(step, so_far, last) for step, so_far, last, _ in seen] == [
+        (1, losses[:1], False), (2, losses[:2], False), (3, losses, True)]
+    assert window.model is model and early == seen[1][3]
 
 
 @pytest.mark.reads(DEFAULT_RUNS[NAME], PLAIN)
 def test_the_floor_line_says_no_for_a_loss_below_the_floor(tt, runs):
     """Plain cross-entropy (eps = 0) has no floor at 0.5372: its loss runs down towards 0, far
-    below the smoothed floor. The line must say so; a one-sided `mean < floor + 0.01` said yes."""
+    below the smoothed floor. The line must say so; a one-sided `mean < floor + 0.01` said yes.
+    (Measured ranges: week2/NOTES.md, section 12.)"""
     floor = tt.loss_floor()
     smoothed = [line for line in lines_of(runs[DEFAULT_RUNS[NAME]]) if " at the floor " in line]
     assert len(smoothed) == 1 and smoothed[0].endswith(f"at the floor {floor:.4f}, to within 0.01: yes")
@@ -338,6 +345,7 @@ def test_mask_verdict(tt, causal, taught, kept, same, verdict):
 
 @pytest.mark.reads(DEFAULT_RUNS[NAME])
 def test_training_reaches_every_held_out_string(runs):
+    """Every measured run has all 200 held-out strings right at step 400 (week2/NOTES.md, section 12)."""
     lines = lines_of(runs[DEFAULT_RUNS[NAME]])
     assert "held-out sequences decoded exactly: 200/200" in lines
     assert ("  held-out strings right at every position with the gold prefix: 200/200; of those, written right "
@@ -416,7 +424,7 @@ def test_figure_draws_the_maps_it_is_given_and_boxes_the_cells_to_read(tt, model
 def test_reversing_reads_the_mirror_and_copying_the_diagonal(runs):
     """What the figure's right panel shows, as the runs print it: the rows of the averaged
     cross-attention peak on the mirror when reversing, on the diagonal when copying, and
-    every held-out string comes out right either way."""
+    every held-out string comes out right either way (week2/NOTES.md, section 12)."""
     assert COPY in TRY_ITS[NAME]
     reverse, copy = lines_of(runs[DEFAULT_RUNS[NAME]]), lines_of(runs[COPY])
     for lines, peaks, what in ((reverse, "5 4 3 2 1 0", "mirror L-1-t"), (copy, "0 1 2 3 4 5", "same position t")):
@@ -431,6 +439,7 @@ def test_reversing_reads_the_mirror_and_copying_the_diagonal(runs):
 
 @pytest.mark.reads(*SETTINGS.values())
 def test_output_is_the_same_under_every_kernel_setting(runs):
+    """The bands and verdicts hold every trajectory measured (week2/NOTES.md, section 12)."""
     golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
     for name, run in SETTINGS.items():
         result = runs[run]
@@ -452,6 +461,7 @@ def test_table_adds_exact_numbers_and_keeps_the_default_figure(runs):
 
 @pytest.mark.reads(DEFAULT_RUNS[NAME], NO_MASK)
 def test_no_mask_flips_the_mask_verdict(runs):
+    """The cheat's measured picture (week2/NOTES.md, section 12): perfect with the gold prefix, 0/200 alone."""
     masked, cheat = runs[DEFAULT_RUNS[NAME]].stdout.splitlines(), runs[NO_MASK].stdout.splitlines()
     assert runs[NO_MASK].returncode == 0, runs[NO_MASK].stderr
     verdict = [line for line in masked if line.startswith("Verdict:")]
@@ -524,3 +534,4 @@ def test_rows_on_the_mirror_are_measured_not_assumed(tt, held):
 def test_the_bands_are_cut_where_they_say(tt):
     assert [tt.band(v, (0.4, 1.0)) for v in (0.39, 0.4, 0.99, 1.0)] == [
         "below 0.4", "0.4 to 1.0", "0.4 to 1.0", "1.0 or more"]
+
