@@ -6,6 +6,7 @@ mistake in its attention that the check itself catches. No test trains a model i
 what trained models do is read from declared runs (conftest.py), which run once a session."""
 
 from common import OUTPUT_ROOT
+from common.records import collected
 
 import numpy as np
 import pytest
@@ -43,6 +44,25 @@ sys.argv = [path, *sys.argv[2:]]
 lesson.main()
 """)
 PLAIN = lesson_run(NAME, SCRIPTS[NAME], "--steps", "200", path=PLAIN_LOSS)
+
+# Models that never used one of the decoder's own inputs: the lesson trained (and run) with its
+# decoder's position tags left out, or with every decoder token embedding one vector. Taking the
+# piece away then changes nothing, and the verdict on the decoder's own inputs must turn.
+NEVER_USED = SCRATCH / "decoder_never_used.py"
+NEVER_USED.write_text("""
+import importlib.util, sys
+path, piece = sys.argv[1:3]
+spec = importlib.util.spec_from_file_location("lesson", path)
+lesson = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(lesson)
+original = lesson.decoder_input
+lesson.decoder_input = lambda model, dec_in, without=None: original(model, dec_in, piece)
+sys.argv = [path]
+lesson.main()
+""")
+NEVER_USED_RUNS = {piece: lesson_run(NAME, SCRIPTS[NAME], piece, path=NEVER_USED,
+                                     env={OUTPUT_ROOT: str(SCRATCH / "never_used")})  # its figure: not the check's
+                   for piece in ("position tags", "token embeddings")}
 
 # A learner's classic mistake planted in the lesson's attention (the 1/sqrt(d_k) dropped),
 # run at the defaults as the check runs it: the check itself must name the broken formula.
@@ -455,7 +475,7 @@ def test_table_adds_exact_numbers_and_keeps_the_default_figure(runs):
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
     assert [line for line in lines if not line.startswith("  exact: ")][:-1] == golden[:-1]
-    assert len([line for line in lines if line.startswith("  exact: ")]) == 4
+    assert len([line for line in lines if line.startswith("  exact: ")]) == 6
     assert lines[-1].startswith("saved ") and lines[-1].endswith("tiny_transformer_cross_attention.png")
 
 
@@ -464,10 +484,12 @@ def test_no_mask_flips_the_mask_verdict(runs):
     """The cheat's measured picture (week2/NOTES.md, section 12): perfect with the gold prefix, 0/200 alone."""
     masked, cheat = runs[DEFAULT_RUNS[NAME]].stdout.splitlines(), runs[NO_MASK].stdout.splitlines()
     assert runs[NO_MASK].returncode == 0, runs[NO_MASK].stderr
-    verdict = [line for line in masked if line.startswith("Verdict:")]
-    assert verdict == ["Verdict: as the page says: with the future hidden, training teaches what generation needs"]
-    flipped = [line for line in cheat if line.startswith("Verdict:")]
-    assert len(flipped) == 1 and "without the mask, position t read its answer from input t + 1" in flipped[0]
+    verdict = [line for line in masked if line.startswith("Verdict:")][-1]  # the mask's, the last
+    assert verdict == "Verdict: as the page says: with the future hidden, training teaches what generation needs"
+    flipped = [line for line in cheat if line.startswith("Verdict:")][-1]
+    assert "as the page says: without the mask, position t read its answer from input t + 1" in flipped
+    # a model that writes nothing alone cannot be judged on its decoder's inputs or on longer strings
+    assert [line for line in cheat if line.startswith("Verdict: not tested: the model writes only 0 of the 200")]
     assert "held-out sequences decoded exactly: 0/200" in cheat
     assert ("  held-out strings right at every position with the gold prefix: 200/200; of those, written right "
             "on its own: 0/200") in cheat
@@ -535,3 +557,118 @@ def test_the_bands_are_cut_where_they_say(tt):
     assert [tt.band(v, (0.4, 1.0)) for v in (0.39, 0.4, 0.99, 1.0)] == [
         "below 0.4", "0.4 to 1.0", "0.4 to 1.0", "1.0 or more"]
 
+
+# ---------------------------------------------------------------- the pages' cautions, run on the trained model
+
+def recorded(tt, capsys, show, *args):
+    """What show(*args) prints, and its records by name."""
+    with collected() as records:
+        show(*args)
+    return capsys.readouterr().out, {r["name"]: r for r in records}
+
+
+@pytest.mark.parametrize("world, says", [
+    (lambda scores: torch.softmax(scores, dim=-1), "yes"),  # over the V scores of a position: the page's
+    (lambda scores: torch.softmax(scores, dim=1), "no"),  # over the positions: rows do not sum to 1
+    (lambda scores: torch.softmax(scores, dim=-1) * (1 + 5e-7), "yes"),  # within 1e-6 of 1
+    (lambda scores: torch.softmax(scores, dim=-1) * (1 + 2e-6), "no"),  # beyond it
+])
+def test_the_softmax_rows_line_says_no_for_rows_that_do_not_sum_to_one(tt, model, held, capsys, monkeypatch,
+                                                                        world, says):
+    monkeypatch.setattr(tt, "next_word_probabilities", world)
+    out, records = recorded(tt, capsys, tt.show_output_layer, model, *held, True)
+    assert f"-> scores [B, T, V] = [{tt.HELD_OUT}, {tt.T}, {tt.N_WORDS}]" in out
+    assert out.rstrip().endswith(f"every row sums to 1 (to 1e-06): {says}")
+    assert records["every softmax row sums to 1"]["outcome"] == ("upholds the page" if says == "yes" else
+                                                                  "contradicts the page")
+
+
+@pytest.mark.reads(DEFAULT_RUNS[NAME], *NEVER_USED_RUNS.values())
+def test_a_decoder_that_never_used_its_tags_or_embeddings_turns_the_verdict(runs):
+    """The trained decoder needs both of its own inputs (week2/NOTES.md, section 12); a model
+    trained without one of them learns the task anyway (200/200) and does not need it."""
+    verdict = "Verdict: as the page says: the decoder has its own position tags and token embeddings, and"
+    assert any(line.startswith(verdict) for line in lines_of(runs[DEFAULT_RUNS[NAME]]))
+    for piece, run in NEVER_USED_RUNS.items():
+        lines = lines_of(runs[run])
+        assert "  as trained: 200/200" in lines, piece
+        turned = [line for line in lines if line.startswith("Verdict: CONTRADICTS THE PAGE: the decoder writes 50% "
+                                                            "or more of the strings right without its ")]
+        assert len(turned) == 1 and piece in turned[0], piece  # (the wrapper keeps the piece out of every run)
+        assert {r["name"]: r["outcome"] for r in runs[run].records}[
+            "the decoder uses its own position tags and token embeddings"] == "contradicts the page"
+
+
+@pytest.mark.parametrize("trained, without, holds", [
+    (200, {"position tags": 0, "token embeddings": 0}, True),
+    (180, {"position tags": 99, "token embeddings": 99}, True),  # 90% learned; fewer than 50% without
+    (179, {"position tags": 0, "token embeddings": 0}, None),  # not learned: not judged
+    (200, {"position tags": 100, "token embeddings": 0}, False),  # half without the tags: not needed
+    (200, {"position tags": 0, "token embeddings": 100}, False),
+])
+def test_the_decoder_inputs_verdict_at_its_thresholds(tt, trained, without, holds):
+    assert tt.HELD_OUT == 200 and tt.LEARNED == 0.9 and tt.FEW == 0.5
+    assert tt.inputs_verdict(trained, without)[0] is holds
+
+
+def test_the_longer_strings_are_one_digit_longer_than_any_trained_and_fit_their_rows(tt):
+    src, tgt = tt.longer_strings("reverse")
+    assert src.shape == tgt.shape == (tt.HELD_OUT, tt.row_width(tt.LONGER)) == (200, 9)
+    assert ((src > tt.EOS).sum(1) == tt.LONGER).all() and tt.LONGER == tt.MAX_LEN + 1
+    assert (src[:, tt.LONGER] == tt.EOS).all() and (src[:, -1] == tt.PAD).all()
+    assert torch.equal(tgt[:, :tt.LONGER], src[:, :tt.LONGER].flip(1))
+    assert len(tt.PE) >= src.shape[1]  # a position tag for every position of the longer rows
+    torch.testing.assert_close(tt.PE[:tt.T], tt.sinusoidal_pe(tt.T, tt.D_MODEL), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("trained, longer, holds", [
+    (200, 41, True), (200, 99, True),  # fewer than half of the longer strings right
+    (200, 100, None),  # half or more: this model shows no failure, nothing to judge
+    (179, 0, None),  # not learned the trained lengths: not judged
+])
+def test_the_longer_verdict_at_its_thresholds(tt, trained, longer, holds):
+    assert tt.longer_verdict(trained, longer)[0] is holds
+
+
+def test_a_model_that_writes_longer_strings_right_turns_the_longer_verdict(tt, model, capsys, monkeypatch):
+    """A stand-in that reverses any string (what a model that extrapolates would write), fed
+    through the lesson's own counting and verdict: the caution is then not shown."""
+    def reverses(model, src, causal=True, without=None):
+        digits = [row[row > tt.EOS].flip(0).tolist() + [tt.EOS] for row in src]
+        return torch.tensor([row + [tt.PAD] * (src.shape[1] - len(row)) for row in digits]), None
+
+    out, records = recorded(tt, capsys, tt.show_longer, model, {"exact": 200}, "reverse", True, False)
+    assert records["strings longer than any trained"]["outcome"] == "upholds the page"  # writes none right
+    monkeypatch.setattr(tt, "generate", reverses)
+    out, records = recorded(tt, capsys, tt.show_longer, model, {"exact": 200}, "reverse", True, False)
+    assert "written right: 50% or more" in out and "Verdict: not tested: this model wrote 50% or more" in out
+    assert records["strings longer than any trained"]["value"] == "trained lengths 200, 7 digits 200"
+
+
+def test_a_later_input_moves_earlier_positions_only_without_the_mask(tt, model, held):
+    held_src, held_tgt = held
+    dec_in = tt.shift_right(held_tgt)
+    assert tt.moved_by_a_later_input(model, held_src, dec_in, causal=True) == 0.0  # not a bit
+    assert tt.moved_by_a_later_input(model, held_src, dec_in, causal=False) >= tt.SAME
+
+
+def test_a_mask_one_place_off_turns_the_later_input_line(tt, model, held, capsys, monkeypatch):
+    """The lesson's own measurement with a mask that lets position t see input t + 1."""
+    monkeypatch.setattr(tt, "causal_mask", lambda n: torch.triu(torch.full((n, n), -float("inf")), diagonal=2))
+    held_src, held_tgt = held
+    assert tt.moved_by_a_later_input(model, held_src, tt.shift_right(held_tgt), causal=True) >= tt.SAME
+
+
+@pytest.mark.parametrize("with_mask, without, holds", [
+    (0.0, 1.0, True), (0.00099, 0.001, True),  # below 0.001 with the mask, 0.001 or more without
+    (0.001, 1.0, False), (0.0, 0.00099, False),
+])
+def test_the_later_input_line_at_its_threshold(tt, model, held, capsys, monkeypatch, with_mask, without, holds):
+    moved = {True: with_mask, False: without}
+    monkeypatch.setattr(tt, "moved_by_a_later_input", lambda model, src, dec_in, causal: moved[causal])
+    final = {"forced": 1.0, "free": 1.0, "exact": 200, "forced_exact": 200, "both_exact": 200}
+    out, records = recorded(tt, capsys, tt.show_mask, model, final, *held, True, False)
+    assert records["a later input moves earlier positions only without the mask"]["outcome"] == (
+        "upholds the page" if holds else "contradicts the page")
+    said = {True: "yes", False: "no"}
+    assert f"with the mask: {said[with_mask >= 0.001]}; without it: {said[without >= 0.001]}" in out

@@ -12,8 +12,10 @@ embeddings + position tags -> masked self-attention, cross-attention, FFN -> lin
 
 The task: reverse a string of digits (2 7 1 8 -> 8 1 7 2), so target word t must read source
 word L - 1 - t. Prints a training pair, the loss against its label-smoothing floor, exposure
-bias, the held-out strings decoded, one decoded step by step, the cross-attention on the
-mirror, and whether training with the mask teaches what generation needs; saves a figure.
+bias, the held-out strings decoded, the output layer's softmax, one string decoded step by
+step, what the decoder's own token embeddings and position tags do, strings one digit longer
+than any trained, the cross-attention on the mirror, and what the causal mask changes; a
+verdict on each claim; saves a figure.
 Setup (the page trains nothing): one encoder and one decoder layer, d_model 32, 4 heads, Adam
 for 400 steps of 128 fresh pairs of 1 to 6 digits. Training differs from CPU to CPU, so a run
 prints bands, verdicts and what every run ends in (--table adds this run's numbers).
@@ -42,7 +44,8 @@ import torch.nn.functional as F
 PAD, BOS, EOS = 0, 1, 2  # token ids of <pad>, <s> (the start symbol) and </s> (the end symbol)
 TOKENS = ["<pad>", "<s>", "</s>"] + [str(digit) for digit in range(10)]  # a digit's token id is digit + 3
 N_WORDS = len(TOKENS)  # the vocabulary size (the page's V): 13
-MAX_LEN = 6  # digits per string, at most
+MAX_LEN = 6  # digits per training string, at most
+LONGER = MAX_LEN + 1  # digits of the longer held-out strings: a length no training string has
 D_MODEL = 32  # d, the width of every token's vector
 HEADS = 4  # h, so d_k = 8
 D_FF = 128  # f, the feed-forward net's inner width
@@ -62,8 +65,8 @@ def row_width(n_digits):
     return n_digits + 2
 
 
-T = row_width(MAX_LEN)  # tokens per row: 8
-PE = sinusoidal_pe(T, D_MODEL)  # [T, d]: the position tags (section 5)
+T = row_width(MAX_LEN)  # tokens per training row: 8
+PE = sinusoidal_pe(row_width(LONGER), D_MODEL)  # [9, d]: the position tags (section 5), up to the longer rows
 
 
 def shift_right(target):
@@ -126,15 +129,32 @@ def encode(model, src):
     return encoder_layer(model["encoder"], embed(model, src), src_mask), src_mask
 
 
-def decode(model, memory, src_mask, dec_in, causal=True):
-    """Section 8, steps 3 to 5: embed the decoder's input, one decoder layer, then the output
-    layer. Returns the scores [B, T, V] (a softmax makes them probabilities) and the
-    cross-attention [B, h, T, S]."""
+def decode(model, memory, src_mask, dec_in, causal=True, without=None):
+    """Section 8, steps 3 to 5: the decoder's input embedded, one decoder layer, then the output
+    layer. Returns the scores [B, T, V] (a softmax makes them next-word probabilities) and the
+    cross-attention [B, h, T, S]. without: see decoder_input()."""
+    x, alpha = decoder_states(model, memory, src_mask, dec_in, causal, without)  # [B, T, d]
+    return model["out"](x), alpha  # [B, T, V]: one score per token (section 4)
+
+
+def decoder_states(model, memory, src_mask, dec_in, causal=True, without=None):
+    """The decoder's output vectors [B, T, d], and the cross-attention [B, h, T, S]."""
     self_mask = padding_mask(dec_in)  # [B, 1, 1, T]
     if causal:
         self_mask = self_mask + causal_mask(dec_in.shape[1])  # [B, 1, T, T]: the future hidden
-    x, alpha = decoder_layer(model["decoder"], embed(model, dec_in), memory, self_mask, src_mask)
-    return model["out"](x), alpha
+    return decoder_layer(model["decoder"], decoder_input(model, dec_in, without), memory, self_mask, src_mask)
+
+
+def decoder_input(model, dec_in, without=None):
+    """Section 8, step 3: the decoder's own token embeddings plus position tags, [B, T, d] (the
+    embedding table is the encoder's too: one vocabulary). without="position tags" leaves the
+    tags out; without="token embeddings" gives every token one vector, the average embedding."""
+    if without is None:
+        return embed(model, dec_in)
+    if without == "position tags":
+        return model["embed"](dec_in) * math.sqrt(D_MODEL)
+    average = model["embed"].weight.mean(0) * math.sqrt(D_MODEL)  # [d]: one vector for every token
+    return average.expand(*dec_in.shape, D_MODEL) + PE[: dec_in.shape[1]]
 
 
 def attention_block():
@@ -231,7 +251,7 @@ def as_one_vector(model):
 # ---------------------------------------------------------------- generation and evaluation (section 8)
 
 @torch.inference_mode()
-def generate(model, src, causal=True):
+def generate(model, src, causal=True, without=None):
     """Greedy decoding (section 8): start from <s>, append the most likely next token (a
     digit or </s>: <pad> and <s> are never written), run the decoder again on the longer
     input, until every row has written </s> (or as many tokens as a string of its row holds).
@@ -240,7 +260,7 @@ def generate(model, src, causal=True):
     written = torch.full((len(src), 1), BOS)
     step_scores = []
     for _ in range(src.shape[1] - 1):
-        scores = decode(model, memory, src_mask, written, causal)[0][:, -1]  # [B, V]: the last position
+        scores = decode(model, memory, src_mask, written, causal, without)[0][:, -1]  # [B, V]: the last position
         step_scores.append(scores)
         written = torch.cat([written, scores[:, EOS:].argmax(-1, keepdim=True) + EOS], dim=1)
         if (written == EOS).any(dim=1).all():
@@ -255,6 +275,12 @@ def prefix_by_prefix(model, src, dec_in, causal=True):
     memory, src_mask = encode(model, src)
     return torch.stack([decode(model, memory, src_mask, dec_in[:, : t + 1], causal)[0][:, -1]
                         for t in range(dec_in.shape[1])], dim=1)
+
+
+def written_right(model, src, tgt, causal=True, without=None):
+    """How many of the strings the model writes exactly right on its own (greedy decoding)."""
+    written = cut_after_eos(generate(model, src, causal, without)[0], tgt.shape[1])
+    return int((written == tgt).all(dim=1).sum())
 
 
 def cut_after_eos(tokens, width):
@@ -302,6 +328,26 @@ def share_on_mirror(maps, lengths, task):
 
 
 @torch.inference_mode()
+def moved_by_a_later_input(model, src, dec_in, causal=True):
+    """The most any position's scores move when one later input is changed (input k, a digit,
+    to the next digit; the positions before k compared), for k = 1..T-1 in turn: with the
+    mask 0, as position t cannot see input t + 1; without it, position k - 1 sees its own
+    label (the decoder's input k is label k - 1: section 1's shift)."""
+    memory, src_mask = encode(model, src)
+    before = decode(model, memory, src_mask, dec_in, causal)[0]  # [N, T, V]
+    most = 0.0
+    for k in range(1, dec_in.shape[1]):
+        digit = dec_in[:, k] > EOS  # [N]: rows whose input k is a digit
+        if not digit.any():
+            continue
+        changed = dec_in.clone()
+        changed[:, k] = torch.where(digit, (dec_in[:, k] - 3 + 1) % 10 + 3, dec_in[:, k])
+        after = decode(model, memory, src_mask, changed, causal)[0]
+        most = max(most, (after - before)[digit, :k].abs().max().item())
+    return most
+
+
+@torch.inference_mode()
 def attention_against_torch(model, src, tgt, causal=True):
     """The largest difference between attention() and torch's nn.MultiheadAttention given the
     same weights, over the model's three attention blocks on these pairs (their outputs and
@@ -332,6 +378,7 @@ def attention_against_torch(model, src, tgt, causal=True):
 
 HELD_OUT = 200  # held-out strings, never in any training batch
 HELD_OUT_SEED = 12345  # their own generator, the same for every --seed and --steps
+LONGER_SEED = 54321  # the generator of the strings of LONGER digits
 MAX_STEPS = 2000  # the most --steps allows: no held-out string occurs in that many steps' pairs
 
 
@@ -372,6 +419,13 @@ def training_and_held_out(seed, steps, task):
     return (*(torch.from_numpy(a[: steps * BATCH]).view(steps, BATCH, T) for a in (src, tgt)), held)
 
 
+def longer_strings(task):
+    """HELD_OUT strings of LONGER digits, none of them in training (no training string is that
+    long), as (source, target) [HELD_OUT, row_width(LONGER)] x 2, from their own generator."""
+    digits = np.random.default_rng(LONGER_SEED).integers(0, 10, size=(HELD_OUT, LONGER))
+    return [torch.from_numpy(a) for a in make_pairs(np.full((HELD_OUT, 1), LONGER), digits, task, row_width(LONGER))]
+
+
 def words(tokens):
     """Token ids -> '8 1 7 2 </s>' (padding left out)."""
     return " ".join(TOKENS[t] for t in tokens.tolist() if t != PAD)
@@ -387,13 +441,18 @@ FALLEN = 1.2  # the mean loss of steps 81-100 has fallen below this
 NEAR_FLOOR = 0.01  # the mean loss of the last 20 steps is this close to the floor
 WORSE = 0.05  # exposure bias: free running at least this share of the tokens (5 points) worse
 ON_MIRROR = 0.8  # this share of the held-out rows, at least, has its largest weight on the mirror
-SAME = 1e-3  # position t's scores prefix by prefix and in one pass agree to this
+SAME = 1e-3  # position t's scores prefix by prefix and in one pass agree to this; so do scores that do not move
 AGREE = 1e-6  # attention by hand and torch's agree to this (float64 rounding is about 1e-16)
+ONE = 1e-6  # every softmax row sums to 1 to this (float32 rounding of 13 numbers is about 1e-7)
+LEARNED = 0.9  # a model that writes at least this share of the held-out strings right has learned the task
+FEW = 0.5  # taking a piece away, or strings one digit longer: fewer than this share right is a failure
 
 
 def lesson(args):
     """The task and the model; the training (section 7) and exposure bias (section 1); the
-    held-out strings decoded (section 8); the cross-attention (section 3); the mask (section 2)."""
+    held-out strings decoded (section 8), the output layer (section 4), the decoder's own
+    inputs (section 8) and longer strings (section 5); the cross-attention (section 3); the
+    mask (section 2)."""
     torch.set_num_threads(1)  # tiny matrices: a second thread only waits (and the check runs two scripts at once)
     task, causal, steps = args.task, not args.no_mask, args.steps
     sources, targets, (held_src, held_tgt) = training_and_held_out(args.seed, steps, task)
@@ -404,7 +463,11 @@ def lesson(args):
     final = evaluate(model, held_src, held_tgt, causal)
     show_loss(losses, args.table)
     show_exposure(early, args.table)
-    example = show_decoded(model, final, held_src, steps, causal)
+    show_trained(final, steps)
+    show_output_layer(model, held_src, held_tgt, causal)
+    example = show_decoded(model, held_src, causal)
+    show_decoder_inputs(model, final, held_src, held_tgt, causal, args.table)
+    show_longer(model, final, task, causal, args.table)
     maps, mean_map, full = show_cross_attention(model, final, held_src, held_tgt, task, causal, args.table)
     show_mask(model, final, held_src, held_tgt, causal, args.table)
     n = MAX_LEN + 1  # the figure's rows and columns: the digits and </s>
@@ -498,11 +561,33 @@ def exposure_check(early):
             f"{yes(worse)}", worse, 100 * gap)
 
 
-def show_decoded(model, final, held_src, steps, causal):
-    """The held-out strings decoded, and one of them step by step (section 8). Returns its index."""
+def show_trained(final, steps):
     print(f"\nafter {steps} steps:")
     check("held-out strings decoded exactly", f"held-out sequences decoded exactly: {final['exact']}/{HELD_OUT}",
           final["exact"] == HELD_OUT, value=final["exact"], threshold=f"all {HELD_OUT}")
+
+
+def show_output_layer(model, held_src, held_tgt, causal):
+    """Section 4 and section 8, step 5: a linear layer to [B, T, V], then a softmax."""
+    print("\nthe output layer (section 4; section 8, step 5), on the held-out strings with the gold prefix:")
+    with torch.inference_mode():
+        x = decoder_states(model, *encode(model, held_src), shift_right(held_tgt), causal)[0]  # [B, T, d]
+        scores = model["out"](x)  # [B, T, V]
+        p = next_word_probabilities(scores)  # [B, T, V]
+    print(f"  decoder output [B, T, d] = {list(x.shape)} -> a linear layer -> scores [B, T, V] = {list(scores.shape)}")
+    gap = (p.double().sum(-1) - 1).abs().max().item()  # (added up in float64: only the softmax's rounding left)
+    check("every softmax row sums to 1", f"  softmax of each position's {scores.shape[-1]} scores: probabilities; "
+          f"every row sums to 1 (to {ONE:g}): {yes(gap <= ONE)}", gap <= ONE, value=gap,
+          threshold=f"every row within {ONE:g} of 1")
+
+
+def next_word_probabilities(scores):
+    """softmax over the V scores of each position (section 8, step 5): [B, T, V]."""
+    return torch.softmax(scores, dim=-1)
+
+
+def show_decoded(model, held_src, causal):
+    """One held-out string decoded step by step (section 8). Returns its index."""
     example = int(((held_src > EOS).sum(1) == MAX_LEN).nonzero()[0, 0])  # the first of full length
     written, _ = generate(model, held_src[example:example + 1], causal)
     print(f"\none held-out string, decoded step by step (section 8): source {words(held_src[example])}")
@@ -512,6 +597,68 @@ def show_decoded(model, final, held_src, steps, causal):
         if written[0, t] == EOS:
             break
     return example
+
+
+def show_decoder_inputs(model, final, held_src, held_tgt, causal, table):
+    """Section 8's Mistakes: the decoder gets position tags too, and has token embeddings. Each
+    taken away from the trained model's decoder, the held-out strings are written again."""
+    print("\nthe decoder's own inputs (section 8, step 3): it embeds its input tokens and adds position tags,")
+    print("as the encoder does. Taken away from the trained decoder, held-out strings written right:")
+    without = {piece: written_right(model, held_src, held_tgt, causal, without=piece)
+               for piece in ("position tags", "token embeddings")}
+    print(f"  as trained: {final['exact']}/{HELD_OUT}")
+    print(f"  without the decoder's position tags: {share_band(without['position tags'])}")
+    print(f"  every decoder token embedding replaced by one vector (their average): "
+          f"{share_band(without['token embeddings'])}")
+    if table:
+        print(f"  exact: {without['position tags']}/{HELD_OUT} and {without['token embeddings']}/{HELD_OUT}")
+    holds, saying = inputs_verdict(final["exact"], without)
+    check("the decoder uses its own position tags and token embeddings", f"Verdict: {saying}", holds,
+          value=f"as trained {final['exact']}, without tags {without['position tags']}, without token embeddings "
+          f"{without['token embeddings']}", threshold=f"as trained at least {LEARNED:.0%} right; without either, "
+          f"fewer than {FEW:.0%}")
+
+
+def inputs_verdict(trained, without):
+    """(holds, words): does the trained decoder need its own position tags and token embeddings?
+    trained: held-out strings right as trained; without: {piece: right without it}."""
+    if trained < LEARNED * HELD_OUT:
+        return None, f"not tested: the model writes only {trained} of the {HELD_OUT} strings right as trained"
+    lost = [piece for piece, right in without.items() if right < FEW * HELD_OUT]
+    if len(lost) == len(without):
+        return True, (f"{said(True)}: the decoder has its own position tags and token embeddings, and without\n"
+                      f"  either it writes fewer than {FEW:.0%} of the strings right")
+    kept = " and ".join(piece for piece in without if piece not in lost)
+    return False, f"{said(False)}: the decoder writes {FEW:.0%} or more of the strings right without its {kept}"
+
+
+def show_longer(model, final, task, causal, table):
+    """Section 5's Mistakes: tags exist for unseen positions; whether the model uses them well is empirical."""
+    src, tgt = longer_strings(task)
+    longer = written_right(model, src, tgt, causal)
+    print("\npositions beyond training (section 5): PE(p) can be computed for any position p; does the model")
+    print(f"use the tags well there? Trained on 1 to {MAX_LEN} digits, target position {MAX_LEN} (from 0) only ever "
+          f"wrote </s>\nand position {MAX_LEN + 1} never wrote anything.")
+    print(f"  held-out strings of 1 to {MAX_LEN} digits written right: {final['exact']}/{HELD_OUT}")
+    print(f"  {HELD_OUT} strings of {LONGER} digits (rows of {src.shape[1]} tokens), written right: "
+          f"{share_band(longer)}")
+    if table:
+        print(f"  exact: {longer}/{HELD_OUT}")
+    holds, saying = longer_verdict(final["exact"], longer)
+    check("strings longer than any trained", f"Verdict: {saying}", holds,
+          value=f"trained lengths {final['exact']}, {LONGER} digits {longer}",
+          threshold=f"trained lengths at least {LEARNED:.0%} right, {LONGER} digits fewer than {FEW:.0%}")
+
+
+def longer_verdict(trained, longer):
+    """(holds, words): the page's "whether the model uses them well is empirical", measured."""
+    if trained < LEARNED * HELD_OUT:
+        return None, f"not tested: the model writes only {trained} of the {HELD_OUT} strings of trained lengths right"
+    if longer >= FEW * HELD_OUT:
+        return None, (f"not tested: this model wrote {FEW:.0%} or more of the {LONGER}-digit strings right, so it "
+                      "shows no failure\n  (the page: whether it does is empirical)")
+    return True, (f"{said(True)}: the tags exist for the unseen positions, yet fewer than {FEW:.0%} of the\n"
+                  f"  {LONGER}-digit strings come out right: extrapolation is not guaranteed, it is measured")
 
 
 def show_cross_attention(model, final, held_src, held_tgt, task, causal, table):
@@ -570,9 +717,18 @@ def show_mask(model, final, held_src, held_tgt, causal, table):
     check("position t's scores the same prefix by prefix as in one pass",
           f"  training) or only its first t + 1 words (as while generating), to {SAME:g}: {yes(same)}",
           same == causal, value=apart, threshold=f"the same to {SAME:g} with the mask, not without it")
+    moved = {mask: moved_by_a_later_input(model, held_src, dec_in, mask) for mask in (True, False)}
+    print("  why section 2 needs a mask: change one input word, a digit at input k; do the scores of the")
+    check("a later input moves earlier positions only without the mask",
+          f"  positions before k move (by {SAME:g} or more)? with the mask: {yes(moved[True] >= SAME)}; without it: "
+          f"{yes(moved[False] >= SAME)}", moved[True] < SAME <= moved[False],
+          value=f"with {moved[True]:.3g}, without {moved[False]:.3g}",
+          threshold=f"with the mask below {SAME:g}, without it {SAME:g} or more")
+    print("  (without the mask, position k - 1 reads input k, its own label: the cheat that --no-mask learns)")
     if table:
         print(f"  exact: right tokens {final['forced']:.2%} with the gold prefix, {final['free']:.2%} on its own; "
-              f"the scores differ by up to {apart:.2g}")
+              f"the scores differ by up to {apart:.2g}; a later input moves them by {moved[True]:.2g} with the mask, "
+              f"{moved[False]:.2g} without")
     holds, saying = mask_verdict(causal, final, same)
     check("the causal mask: training teaches what generation needs", f"Verdict: {saying}", holds,
           value=f"{final['forced_exact']} right with the gold prefix, {final['both_exact']} of them alone",
@@ -612,6 +768,11 @@ def mask_verdict(causal, evaluation, same):
 
 def yes(flag):
     return "yes" if flag else "no"
+
+
+def share_band(count):
+    """A count of the HELD_OUT strings in words: fewer than FEW of them, or FEW or more."""
+    return f"fewer than {FEW:.0%}" if count < FEW * HELD_OUT else f"{FEW:.0%} or more"
 
 
 def band(value, edges):
