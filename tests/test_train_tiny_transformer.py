@@ -558,6 +558,17 @@ def test_the_bands_are_cut_where_they_say(tt):
         "below 0.4", "0.4 to 1.0", "0.4 to 1.0", "1.0 or more"]
 
 
+
+def test_string_keys_tell_strings_apart_as_their_source_rows_do(tt):
+    """The held-out strings are found unseen by their keys: two strings share a key exactly
+    when their source rows are the same."""
+    lengths, digits = tt.draw_strings(np.random.default_rng(0), 5000)  # many short strings come twice
+    src, _ = tt.make_pairs(lengths, digits, "reverse")
+    by_rows = np.unique(src, axis=0, return_inverse=True)[1].ravel()
+    by_keys = np.unique(tt.string_keys(lengths, digits), return_inverse=True)[1].ravel()
+    assert len(set(by_rows)) < 5000
+    assert len(set(zip(by_rows, by_keys, strict=True))) == len(set(by_rows)) == len(set(by_keys))
+
 # ---------------------------------------------------------------- the pages' cautions, run on the trained model
 
 def recorded(tt, capsys, show, *args):

@@ -357,10 +357,10 @@ def attention_against_torch(model, src, tgt, causal=True):
     memory, src_mask = encode(model, src)  # [N, S, d]
     x_src, x_dec = embed(model, src), embed(model, dec_in)  # [N, S, d], [N, T, d]
     self_mask = padding_mask(dec_in) + (causal_mask(T) if causal else 0)
-    future = causal_mask(T) < 0 if causal else None  # torch's form of the same masks: True = hidden
-    blocks = [(model["encoder"]["self_attn"], x_src, x_src, src_mask, src == PAD, None),
-              (model["decoder"]["self_attn"], x_dec, x_dec, self_mask, dec_in == PAD, future),
-              (model["decoder"]["cross_attn"], x_dec, memory, src_mask, src == PAD, None)]
+    future = causal_mask(T) < 0 if causal else torch.zeros(T, T, dtype=torch.bool)
+    blocks = [(model["encoder"]["self_attn"], x_src, x_src, src_mask, src == PAD, False),  # (torch's masks: True =
+              (model["decoder"]["self_attn"], x_dec, x_dec, self_mask, dec_in == PAD, future),  # hidden)
+              (model["decoder"]["cross_attn"], x_dec, memory, src_mask, src == PAD, False)]
     worst = 0.0
     for W, x_q, x_kv, mask, padded, hidden in blocks:
         mine, alpha = attention(x_q, x_kv, W, mask)
@@ -368,9 +368,11 @@ def attention_against_torch(model, src, tgt, causal=True):
         theirs.in_proj_weight.copy_(torch.cat([W[name].weight for name in ("W_Q", "W_K", "W_V")]))
         theirs.in_proj_bias.copy_(torch.cat([W[name].bias for name in ("W_Q", "W_K", "W_V")]))
         theirs.out_proj.load_state_dict(W["W_O"].state_dict())
-        out, weights = theirs(x_q, x_kv, x_kv, key_padding_mask=padded, attn_mask=hidden,
-                              average_attn_weights=False)  # [N, T_q, d], [N, h, T_q, T_k]
-        worst = max(worst, (mine - out).abs().max().item(), (alpha - weights).abs().max().item())
+        # padding and the future as one attn_mask [N h, T_q, T_k] (with key_padding_mask= torch checks
+        # its shape through torch.fx, imported on first use: half a second)
+        hidden = (padded[:, None, None, :] | hidden).expand(-1, HEADS, x_q.shape[1], -1).flatten(0, 1)
+        out, weights = theirs(x_q, x_kv, x_kv, attn_mask=hidden, average_attn_weights=False)  # [N, T_q, d],
+        worst = max(worst, (mine - out).abs().max().item(), (alpha - weights).abs().max().item())  # [N, h, T_q, T_k]
     return worst
 
 
@@ -404,6 +406,13 @@ def make_pairs(lengths, digits, task, width=T):
     return finish(tokens), finish(target)
 
 
+def string_keys(lengths, digits):
+    """One integer per string, to compare strings fast: its digits read in base 11 (a digit d
+    as d + 1, the places after its end as 0)."""
+    present = np.arange(digits.shape[1]) < lengths  # [n, n_digits]
+    return np.where(present, digits + 1, 0) @ (11 ** np.arange(digits.shape[1]))
+
+
 def training_and_held_out(seed, steps, task):
     """The training stream, one fresh batch per step ([steps, BATCH, T] x 2; --steps 100 is
     the first 100 batches of the default run), and the held-out pairs ([HELD_OUT, T] x 2):
@@ -411,12 +420,12 @@ def training_and_held_out(seed, steps, task):
     stream --steps allows (MAX_STEPS batches), so they are the same whatever --steps is."""
     rng = np.random.default_rng(seed)
     drawn = [draw_strings(rng, BATCH) for _ in range(MAX_STEPS)]  # batch by batch, as training reads them
-    src, tgt = make_pairs(*(np.concatenate(part) for part in zip(*drawn, strict=True)), task)  # [MAX_STEPS * BATCH, T]
-    candidates = make_pairs(*draw_strings(np.random.default_rng(HELD_OUT_SEED), 20 * HELD_OUT), task)
-    key = N_WORDS ** np.arange(T)  # one integer per source string, to compare strings fast
-    unseen = ~np.isin(candidates[0] @ key, src @ key)
-    held = [torch.from_numpy(a[unseen][:HELD_OUT]) for a in candidates]
-    return (*(torch.from_numpy(a[: steps * BATCH]).view(steps, BATCH, T) for a in (src, tgt)), held)
+    lengths, digits = (np.concatenate(part) for part in zip(*drawn, strict=True))  # [MAX_STEPS * BATCH, ...]
+    src, tgt = make_pairs(lengths[: steps * BATCH], digits[: steps * BATCH], task)
+    candidates = draw_strings(np.random.default_rng(HELD_OUT_SEED), 20 * HELD_OUT)
+    unseen = ~np.isin(string_keys(*candidates), string_keys(lengths, digits), kind="table")
+    held = [torch.from_numpy(a[unseen][:HELD_OUT]) for a in make_pairs(*candidates, task)]
+    return (*(torch.from_numpy(a).view(steps, BATCH, T) for a in (src, tgt)), held)
 
 
 def longer_strings(task):
