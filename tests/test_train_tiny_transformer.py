@@ -1,9 +1,11 @@
 """week2/12_train_tiny_transformer: its pieces against torch's (attention, the post-LN encoder and
 decoder layers, label smoothing, the schedule, Adam), its generation loop against one parallel
-pass, the data its figure shows, its verdicts (the loss floor, the mask) in the cases that must
-flip them, its output under the kernel settings that change training trajectories, and a planted
-mistake in its attention that the check itself catches. No test trains a model in this process:
-what trained models do is read from declared runs (conftest.py), which run once a session."""
+pass, the data its figure shows, its verdicts (the loss floor, the mask, the softmax rows, the
+decoder's own inputs, longer strings, a later input) in the cases that must flip them and at
+their thresholds, its output under the kernel settings that change training trajectories, and a
+planted mistake in its attention that the check itself catches. No test trains a model in this
+process: what trained models do is read from declared runs (conftest.py), which run once a
+session. Measured ranges: week2/NOTES.md, section 12."""
 
 from common import OUTPUT_ROOT
 from common.records import collected
@@ -490,6 +492,14 @@ def test_no_mask_flips_the_mask_verdict(runs):
     assert "as the page says: without the mask, position t read its answer from input t + 1" in flipped
     # a model that writes nothing alone cannot be judged on its decoder's inputs or on longer strings
     assert [line for line in cheat if line.startswith("Verdict: not tested: the model writes only 0 of the 200")]
+    outcomes = {r["name"]: r["outcome"] for r in runs[NO_MASK].records}
+    assert outcomes["held-out strings decoded exactly"] == "contradicts the page"  # 0/200 alone
+    assert outcomes["held-out strings right at every position with the gold prefix"] == "upholds the page"
+    assert "  training) or only its first t + 1 words (as while generating), to 0.001: no" in cheat
+    assert outcomes["position t's scores the same prefix by prefix as in one pass"] == "upholds the page"
+    assert outcomes["the causal mask: training teaches what generation needs"] == "upholds the page"
+    assert outcomes["the decoder uses its own position tags and token embeddings"] == "not tested here"
+    assert outcomes["strings longer than any trained"] == "not tested here"
     assert "held-out sequences decoded exactly: 0/200" in cheat
     assert ("  held-out strings right at every position with the gold prefix: 200/200; of those, written right "
             "on its own: 0/200") in cheat
@@ -512,6 +522,7 @@ def test_a_dropped_sqrt_d_k_fails_the_check_and_names_the_formula(runs):
     golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
     planted = runs[DROPPED_SQRT]
     assert planted.returncode == 0, planted.stderr[-2000:]
+    assert {r["name"]: r["outcome"] for r in planted.records}["attention by hand is torch's"] == "contradicts the page"
     assert not run_all.outputs_match(golden, planted.stdout)
     reasons = run_all.refusals(NAME, golden, planted.stdout)
     assert any("max |by hand - torch| should be float rounding noise" in reason and "the formula is wrong" in reason
@@ -664,10 +675,14 @@ def test_a_later_input_moves_earlier_positions_only_without_the_mask(tt, model, 
 
 
 def test_a_mask_one_place_off_turns_the_later_input_line(tt, model, held, capsys, monkeypatch):
-    """The lesson's own measurement with a mask that lets position t see input t + 1."""
+    """The lesson's own measurement and line with a mask that lets position t see input t + 1."""
     monkeypatch.setattr(tt, "causal_mask", lambda n: torch.triu(torch.full((n, n), -float("inf")), diagonal=2))
     held_src, held_tgt = held
     assert tt.moved_by_a_later_input(model, held_src, tt.shift_right(held_tgt), causal=True) >= tt.SAME
+    final = {"forced": 1.0, "free": 1.0, "exact": 200, "forced_exact": 200, "both_exact": 200}
+    out, records = recorded(tt, capsys, tt.show_mask, model, final, *held, True, False)
+    assert "move (by 0.001 or more)? with the mask: yes; without it: yes" in out
+    assert records["a later input moves earlier positions only without the mask"]["outcome"] == "contradicts the page"
 
 
 @pytest.mark.parametrize("with_mask, without, holds", [
