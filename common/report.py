@@ -156,7 +156,8 @@ class Ledger:
         """A bullet a run of another lesson answers: the command a learner runs and what it
         shows. checks: {that lesson's check, by its name in its .checks.txt: the outcome this
         line reports}; tests/test_mistakes.py holds them to that lesson's default run."""
-        print(_wrapped(f'- "{bullet}": python\0{lesson}.py shows {shows}', "  ", "    "))
+        line = f'- "{bullet}": python {lesson}.py shows {shows}'.replace("python ", "python\0")  # a command stays whole
+        print(_wrapped(line, "  ", "    "))
         record(f"bullet: {bullet}", why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
 
     def finish(self):
