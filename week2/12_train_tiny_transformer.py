@@ -502,14 +502,15 @@ def show_task(task, sources, targets):
 
 def show_setup(seed, steps, causal):
     """The model, the schedule, and label smoothing's floor (section 7)."""
-    print(f"model: d_model={D_MODEL}, h={HEADS} heads, d_ff={D_FF}, 1 encoder layer + 1 decoder layer, post-LN; "
-          f"{n_params(build_model(seed)):,} parameters")
-    print(f"training: {steps} steps of {BATCH} fresh pairs, Adam, lr = {LR_SCALE} * d^-0.5 * min(s^-0.5, s * w^-1.5) "
-          f"with w={WARMUP} (peak {learning_rate(WARMUP):.4f} at step {WARMUP})")
+    print(f"model: d_model={D_MODEL}, h={HEADS} heads, d_ff={D_FF}, 1 encoder layer + 1 decoder layer, post-LN;\n"
+          f"  {n_params(build_model(seed)):,} parameters")
+    print(f"training: {steps} steps of {BATCH} fresh pairs, Adam,\n"
+          f"  lr = {LR_SCALE} * d^-0.5 * min(s^-0.5, s * w^-1.5) with w={WARMUP} (peak {learning_rate(WARMUP):.4f} "
+          f"at step {WARMUP})")
     print(f"  (d = d_model = {D_MODEL}, s = the step, w = the warm-up steps: week2/06's schedule)")
     q = smoothed_target(torch.tensor(EOS))
-    print(f"label smoothing eps={EPSILON} (section 7): the target q is {q[EOS]:.4f} for the right token and "
-          f"{q[PAD]:.4f} for each of the other {N_WORDS - 1},")
+    print(f"label smoothing eps={EPSILON} (section 7): the target q is {q[EOS]:.4f} for the right token\n"
+          f"  and {q[PAD]:.4f} for each of the other {N_WORDS - 1},")
     print("  not 1 and 0. The loss -sum_i q_i log p_i is smallest when the model's probabilities p equal q, and")
     print(f"  that smallest value, -sum_i q_i log q_i (the entropy of q), is {loss_floor():.4f}: the floor. Even a "
           "perfect")
@@ -522,8 +523,9 @@ def show_loss(losses, table):
     """The training loss: has it fallen by step 100, and does it end on the floor?"""
     print("\ntraining loss (label-smoothed, teacher forced):")
     print(f"  step 1, before any update: {losses[0]:.2f} (a uniform guess over the {N_WORDS} tokens would score "
-          f"ln {N_WORDS} = {math.log(N_WORDS):.2f}" + ("; random starting weights guess unevenly, and mostly wrong)"
-                                                      if losses[0] > math.log(N_WORDS) else ")"))
+          f"ln {N_WORDS} = {math.log(N_WORDS):.2f}"
+          + (";\n    random starting weights guess unevenly, and mostly wrong)"
+             if losses[0] > math.log(N_WORDS) else ")"))
     for name, line, holds, value, threshold in loss_checks(losses, loss_floor()):
         check(name, line, holds, value=value, threshold=threshold)
     if table:
@@ -688,8 +690,8 @@ def show_cross_attention(model, final, held_src, held_tgt, task, causal, table):
     mean_map = maps[full][:, :n, :n].mean(0)  # [n, n] over the full-length strings
     top2 = mean_map[:MAX_LEN].topk(2, dim=-1)
     peaks, lead = top2.indices[:, 0], (top2.values[:, 0] - top2.values[:, 1]).min().item()
-    print(f"  averaged over the {int(full.sum())} held-out strings of length {MAX_LEN}, rows t = 0..{MAX_LEN - 1} "
-          f"look most at source positions {' '.join(map(str, peaks.tolist()))}")
+    print(f"  averaged over the {int(full.sum())} held-out strings of length {MAX_LEN}, rows t = 0..{MAX_LEN - 1}\n"
+          f"    look most at source positions {' '.join(map(str, peaks.tolist()))}")
     on_mirror = bool((peaks == mirror(MAX_LEN, task)).all())
     check(f"the averaged map: every row on the {what}", f"  every row on the {what}: {yes(on_mirror)}" + (
         "" if causal or not on_mirror else (f" (with the gold input in view, which also holds the answer: alone it "
@@ -699,8 +701,9 @@ def show_cross_attention(model, final, held_src, held_tgt, task, causal, table):
     if table:
         print(f"  exact: {share:.1%} of the {int(lengths.sum()):,} rows; in the average, each row's largest weight "
               f"leads its second by {lead:.3f} or more")
-    print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand, against torch's nn.MultiheadAttention")
-    print("  with the same weights: all three attention blocks on the held-out pairs, outputs and weights (float64):")
+    print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand, against torch's")
+    print("  nn.MultiheadAttention with the same weights: all three attention blocks on the held-out")
+    print("  pairs, outputs and weights (float64):")
     gap = attention_against_torch(model, held_src, held_tgt, causal)
     check("attention by hand is torch's", f"max |by hand - torch|={gap:.8f}", gap <= AGREE, value=gap,
           threshold=f"at most {AGREE:g}")
@@ -712,8 +715,8 @@ def show_mask(model, final, held_src, held_tgt, causal, table):
     print("\nthe causal mask (section 2): does what it learned with the answer key in view carry over to")
     print("writing on its own?")
     check("held-out strings right at every position with the gold prefix",
-          f"  held-out strings right at every position with the gold prefix: {final['forced_exact']}/{HELD_OUT}; "
-          f"of those, written right on its own: {final['both_exact']}/{final['forced_exact']}",
+          f"  held-out strings right at every position with the gold prefix: {final['forced_exact']}/{HELD_OUT};\n"
+          f"    of those, written right on its own: {final['both_exact']}/{final['forced_exact']}",
           final["forced_exact"] == HELD_OUT, value=f"{final['forced_exact']}; alone {final['both_exact']}",
           threshold=f"all {HELD_OUT} with the gold prefix")
     dec_in, real = shift_right(held_tgt), held_tgt != PAD
