@@ -162,13 +162,6 @@ def too_big(numbers=0, work=0, knobs=()):
     return None
 
 
-def check_size(parser, numbers=0, work=0, knobs=()):
-    """Refuse, as a usage error, a run that is too_big()."""
-    problem = too_big(numbers, work, knobs)
-    if problem:
-        parser.error(problem)
-
-
 @dataclass(frozen=True)
 class Knob:
     """One flag of a lesson, as argparse's add_argument takes it."""

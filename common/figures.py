@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from common import OUTPUT_ROOT, REPO_ROOT
-from common.cli import at_defaults, shown
+from common.cli import shown
 
 import matplotlib
 
@@ -27,21 +27,14 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first
 DPI = 100
 
 
-def figure_path(args, default, *older, ignore=()):
+def figure_path(args, default):
     """Where this run saves its figure: --figure if given; else `default` (a path inside the
     repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when the run is at its
     defaults (args.at_defaults, from common.cli.lesson_args: --live is never a knob, and
-    knobs that change only what is printed do not count); else None (not saved).
-    (The older form figure_path(parser, args, default, ignore) is kept for lessons that
-    still build their own parser.)"""
-    if older:
-        parser, args, default = args, default, older[0]
-        defaults = at_defaults(parser, args, ignore)
-    else:
-        defaults = args.at_defaults
+    knobs that change only what is printed do not count); else None (not saved)."""
     if args.figure is not None:
         return args.figure
-    if not defaults:
+    if not args.at_defaults:
         return None
     root = os.environ.get(OUTPUT_ROOT)
     return Path(root) / Path(default).resolve().relative_to(REPO_ROOT) if root else default

@@ -61,18 +61,19 @@ def test_where_a_default_run_saves_and_how_it_names_the_file(tmp_path, monkeypat
     set), at the same relative place under the check's folder. The `saved` line names the file
     from the folder the script was run in."""
     from common import OUTPUT_ROOT, REPO_ROOT
-    from common.cli import lesson_parser, png_path
+    from common.cli import int_range, knob, lesson_args
     from common.figures import figure_path, plt, save_figure
 
-    parser = lesson_parser(__file__, "a lesson", try_it=[])
-    parser.add_argument("--figure", type=png_path)
-    parser.add_argument("--size", type=int, default=4)
+    def parse(*argv):
+        return lesson_args(__file__, "a lesson", [knob("--size", type=int_range(1, 9), default=4, help="a size")],
+                           [], figure="a figure", argv=list(argv))
     committed = REPO_ROOT / "week2" / "figures" / "causal_mask.png"
     monkeypatch.delenv(OUTPUT_ROOT, raising=False)
-    assert figure_path(parser, parser.parse_args([]), committed) == committed
-    assert figure_path(parser, parser.parse_args(["--size", "5"]), committed) is None
+    assert figure_path(parse(), committed) == committed
+    assert figure_path(parse("--size", "5"), committed) is None
+    assert figure_path(parse("--size", "5", "--figure", str(tmp_path / "mine.png")), committed) == tmp_path / "mine.png"
     monkeypatch.setenv(OUTPUT_ROOT, str(tmp_path))
-    path = figure_path(parser, parser.parse_args([]), committed)
+    path = figure_path(parse(), committed)
     assert path == tmp_path / "week2" / "figures" / "causal_mask.png"
     monkeypatch.chdir(tmp_path)
     assert save_figure(plt.figure(), path) == "saved week2/figures/causal_mask.png"
