@@ -119,7 +119,7 @@ def test_stall_thresholds(us):
     assert (us.STALLED, us.TRAINED) == (0.5, 0.1)
     assert us.stalls(measured(loss=(10.0, 5.01)), measured(loss=(10.0, 0.99)))
     assert not us.stalls(measured(loss=(10.0, 5.0)), measured(loss=(10.0, 0.5)))  # the unscaled head learns
-    assert not us.stalls(measured(loss=(10.0, 9.0)), measured(loss=(10.0, 1.0)))  # the scaled head does not
+    assert us.stalls(measured(loss=(10.0, 9.0)), measured(loss=(10.0, 1.0))) is None  # scaled untrained: not tested
     assert [us.loss_band(x) for x in (0.099, 0.1, 0.5, 0.501)] == ["below 0.1", "0.1 to 0.5", "0.1 to 0.5",
                                                                   "above 0.5"]
 
@@ -129,14 +129,16 @@ def test_stall_thresholds(us):
 def test_scaling_both_heads_turns_every_verdict(us):
     right = us.attention
     out, outcomes = run_main(us, attention=lambda X_q, X, V, W_Q, W_K, scaled: right(X_q, X, V, W_Q, W_K, True))
-    assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 3
+    # the stall verdict's premise, a rate that trains the scaled head, fails too: not tested
+    assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 2 + [NOT_TESTED]
     assert out.count("CONTRADICTS THE PAGE") == 3
 
 
 def test_scaling_neither_head_turns_every_verdict(us):
     right = us.attention
     _, outcomes = run_main(us, attention=lambda X_q, X, V, W_Q, W_K, scaled: right(X_q, X, V, W_Q, W_K, False))
-    assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 3
+    # the stall verdict's premise, a rate that trains the scaled head, fails too: not tested
+    assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 2 + [NOT_TESTED]
 
 
 # ---------------------------------------------------------------- the runs
