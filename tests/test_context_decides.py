@@ -38,6 +38,7 @@ CHECKS = ["no held-out sentence is trained on", "attention by hand is torch's", 
           "held-out, place adjectives: it looks hardest at the place", "the page's sentence with too tired",
           "the page's sentence with too wide", "same sentence, context decides",
           "a weight is not a guaranteed explanation", "layer 1: another head links it to the adjective"]
+UNTESTED_CAUTION = "Verdict: not tested: the usual layer answers fewer than 90% right here, so there are no"
 CAUTION = ("Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
            "  hardest at the noun it means in fewer than 90% of them: ")
 
@@ -85,7 +86,7 @@ def verdict(out):
     the indented lines that carry it on."""
     lines = out.splitlines()
     first, caution = [i for i, line in enumerate(lines) if line.startswith("Verdict:")]
-    assert lines[caution] == CAUTION.splitlines()[0]
+    assert lines[caution] in (CAUTION.splitlines()[0], UNTESTED_CAUTION)  # the caution: judged, or untested
     end = next(i for i in range(first + 1, len(lines)) if not lines[i].startswith("  "))
     return "\n".join(lines[first:end])
 
@@ -424,7 +425,7 @@ def test_the_cautions_thresholds_are_held_at_their_edges(cd):
     looks hardest at the noun in fewer than 90% (86, not 87)."""
     # week1/NOTES.md, section 15: the usual layer 2 (93 to 96 right, 0 to 71 looking, over seeds)
     assert caution(cd, made_up_evaluation(cd, 87, 86))[0] == UPHOLDS
-    assert caution(cd, made_up_evaluation(cd, 86, 0))[0] == CONTRADICTS  # not right enough to show anything
+    assert caution(cd, made_up_evaluation(cd, 86, 0))[0] == NOT_TESTED  # not right enough to show anything
     assert caution(cd, made_up_evaluation(cd, 96, 87))[0] == CONTRADICTS  # it does look: the weight explains
     out = caution(cd, made_up_evaluation(cd, 96, 0))[1]
     assert "  layer 2, the fetch   at least 90%     at least 90%" in out
@@ -439,11 +440,11 @@ def test_a_usual_layer_that_looks_at_the_noun_turns_the_caution(cd, trained):
     assert outcome == CONTRADICTS and "  the usual layer 2    at least 90%     at least 90%" in out
 
 
-def test_an_untrained_usual_layer_turns_the_caution(cd):
-    """Answers not right: nothing is shown about what a weight explains."""
+def test_an_untrained_usual_layer_leaves_the_caution_untested(cd):
+    """Answers not right: nothing is shown about what a weight explains (not tested)."""
     held_tokens, held_labels = cd.make_data(42, 1)[2:]
     untrained = cd.evaluate(cd.build_model(42, usual=True), held_tokens, held_labels, usual=True)
-    assert int(untrained["right"].sum()) < 0.5 * 96 and caution(cd, untrained)[0] == CONTRADICTS
+    assert int(untrained["right"].sum()) < 0.5 * 96 and caution(cd, untrained)[0] == NOT_TESTED
 
 
 def test_the_usual_layer_starts_where_the_fetch_starts(cd):
@@ -526,7 +527,7 @@ def test_a_hidden_adjective_turns_the_verdicts(runs):
     assert "figure not saved" in lines[-1]
     records = {r["name"]: r["outcome"] for r in runs[HIDDEN].records}
     assert records["held-out answers right"] == records["same sentence, context decides"] == CONTRADICTS
-    assert records["a weight is not a guaranteed explanation"] == CONTRADICTS  # the usual layer answers wrong too
+    assert records["a weight is not a guaranteed explanation"] == NOT_TESTED  # the usual layer answers wrong too
 
 
 @pytest.mark.reads(RANDOM)

@@ -498,10 +498,13 @@ def show_usual_layer(n_right, kinds, usual):
     for label, right, look in (("layer 2, the fetch", n_right, looking), ("the usual layer 2", usual_right,
                                                                           usual_looking)):
         print(f"  {label:20} {at_least(right, n_held, ACCURATE):16} {at_least(look, n_held, LOOKS)}")
-    holds = usual_right >= ACCURATE * n_held and usual_looking < LOOKS * n_held
+    # The caution needs right answers to explain: a usual layer that answers wrong tests nothing.
+    holds = None if usual_right < ACCURATE * n_held else usual_looking < LOOKS * n_held
     check("a weight is not a guaranteed explanation",
           f"Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
-          f"  hardest at the noun it means in fewer than {LOOKS:.0%} of them: {said(holds)}", holds,
+          f"  hardest at the noun it means in fewer than {LOOKS:.0%} of them: {said(holds)}" if holds is not None else
+          f"Verdict: not tested: the usual layer answers fewer than {ACCURATE:.0%} right here, so there are no\n"
+          "  right answers for a weight to explain", holds,
           value=f"the usual layer 2: {usual_right}/{n_held} right, {usual_looking}/{n_held} looking hardest at the "
           "noun",
           threshold=f"the usual layer 2: at least {ACCURATE:.0%} right, fewer than {LOOKS:.0%} looking hardest at "
