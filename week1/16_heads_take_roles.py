@@ -323,11 +323,14 @@ def knock_out_holds(group, acc, head_roles, trained):
 
 def blends(m, trained):
     """The knock-out verdict: for each role, knocking out every head of it puts its blank
-    below WRONG (with all heads, above RIGHT) and leaves the other blank above RIGHT."""
+    below WRONG (with all heads, above RIGHT) and leaves the other blank above RIGHT. None
+    (not tested) when a role has no head: there is nothing of it to knock out."""
     def breaks_only(role, own, other):
         acc = dict(m["knocked"]).get(tuple(h for h, r in enumerate(m["roles"]) if r == role))
         return acc is not None and acc[own] < WRONG and acc[other] > RIGHT and m["all"][own] > RIGHT
 
+    if not {"before", "nouns"} <= set(m["roles"]):
+        return None
     return all(q in trained for q in "ab") and breaks_only("before", "a", "b") and breaks_only("nouns", "b", "a")
 
 
@@ -488,7 +491,8 @@ def show_blend(m, heads, task):
     """The knock-out table and the blend verdict."""
     d_k, trained = D_MODEL // heads, TASKS[task]
     slices = "[head 1 | head 2 | ...]" if heads > 1 else "[head 1]"
-    print(f"\nThe block blends them all: out = concat W_O,\n  where concat = {slices}, {d_k} numbers each.")
+    print(f"\nThe block blends them all: out = concat W_O,\n  where concat = {slices}, {d_k} numbers"
+          f"{' each' * (heads > 1)}.")
     print(f"Knock a head out: set to 0 the {d_k} rows of W_O that read its slice of concat; nothing it found")
     print("reaches the word's new vector. Blanks filled right, every held-out word with both answers:")
     print(f"  {'':31} (a) word before   (b) first noun")
@@ -503,7 +507,8 @@ def show_blend(m, heads, task):
     check("knocking out a role breaks its blank only",
           f"Verdict: knocking out the previous-word {head_or_heads} breaks (a) and leaves (b), the noun "
           f"{head_or_heads} the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
-          f"{said(blended)}", blended,
+          f"{said(blended)}" if blended is not None else "Verdict: not tested: no head took one of the two roles, "
+          "so there is no role's head\n  to knock out", blended,
           value="; ".join(f"without {', '.join(str(h + 1) for h in g)}: {summary(acc)}" for g, acc in m["knocked"]),
           threshold=f"{KNOCK_RULE}, for each role")
 
@@ -565,8 +570,10 @@ def show_more_heads(m, task):
           f"{count[None]} with no single role")
     learned = filled(m["all"], TASKS[task])  # a knock-out can only break a blank that was filled
     holds = bool(spare) if learned else None
-    found = (f"a head knocked out alone can break no blank (none falls below {WRONG:.0%}): the\n  other heads "
-             "do what it does, or it does nothing the blanks need" if spare else
+    who = (f"head {spare[0] + 1}, knocked out alone, breaks" if len(spare) == 1 else
+           f"heads {', '.join(str(h + 1) for h in spare)}, each knocked out alone, break")
+    found = (f"{who} no blank\n  (none falls below {WRONG:.0%}): other heads cover for it, or the blanks never "
+             "needed it" if spare else
              f"every head knocked out alone breaks a blank (below {WRONG:.0%}): each has a job\n  of its own")
     check("heads need not find distinct, readable roles",
           f"Verdict: not guaranteed: {found}: {said(holds)}" if learned else
