@@ -26,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import int_range, knob, lesson_args, too_big
 from common.printing import readable, vec
+from common.progress import Progress
 from common.records import check, said
 
 import numpy as np
@@ -125,8 +126,11 @@ def lesson(args):
     print(f"   the index tag is 1 at the last seen position and {up_to / (seen - 1):,.4f} at "
           f"position {up_to:,}:\n   a value training never showed)")
 
-    gaps = {k: rotation_gap(pe, k, seen) for k in args.offset}
-    index_gaps = {k: rotation_gap(index, k, seen) for k in args.offset}
+    with Progress("rotation check, tag", 2) as progress:  # a few seconds at a million positions
+        progress.update(0)
+        gaps = {k: rotation_gap(pe, k, seen) for k in args.offset}
+        progress.update(1)
+        index_gaps = {k: rotation_gap(index, k, seen) for k in args.offset}
     for k in args.offset:
         print(f"max |PE(p+{k}) - R({k}) PE(p)|={gaps[k]:.8f}")
     print(f"  (over every unseen p with p + k <= {up_to:,}; R(k) is built from k alone)")
@@ -164,7 +168,7 @@ KNOBS = [knob("--d-model", type=int_range(2, 1024), default=4,
          knob("--seen", type=int_range(2, 100_000), default=50,
               help="training sentence length: positions 0..seen-1 were seen (below --up-to)"),
          knob("--up-to", type=int_range(3, 2_000_000), default=100_000,
-              help="last position evaluated; every position up to it is checked (at least --seen)"),
+              help="last position evaluated; every position up to it is checked (above --seen)"),
          knob("--offset", type=int_range(1, 100_000), nargs="+", default=[1, 3, 1000],
               help="offsets k for the rotation check PE(p+k) = R(k) PE(p) (each at most --up-to minus --seen)")]
 TRY_IT = [("--d-model 16", "wider tags: more pairs, each slower; every property still holds"),
@@ -178,7 +182,7 @@ def limits(args):
     if d % 2:
         return f"--d-model must be even (sin/cos pairs), got {d}"
     if up_to <= seen:
-        return f"--up-to {up_to} must be past the last seen position, --seen {seen} minus 1"
+        return f"--up-to {up_to} must be above --seen {seen}, so that some positions are unseen"
     if max(args.offset) > up_to - seen:
         return (f"--offset must be at most --up-to minus --seen ({up_to - seen}), "
                 "so that p and p + k are both unseen positions")
