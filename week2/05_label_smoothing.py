@@ -130,9 +130,9 @@ def over_confidence(epsilon, seed):
     cap = 1 - epsilon + epsilon / 4  # the smoothed target's gold share: the most a well-fit model says
     print(f"trained: a small classifier, 4 classes, 300 steps, with epsilon={epsilon:g} and without smoothing\n"
           "tested on 1,000 new points:")
-    print(f"  mean largest probability: {'at most' if sure <= cap + NEAR else 'above'} {cap + NEAR:.3f} with "
-          f"smoothing (its target gives the gold {cap:.3f});\n"
-          f"    {'above' if plain > SURE else 'at most'} {SURE:g} without")
+    smoothed = (f"{'at most' if sure <= cap + NEAR else 'above'} {cap + NEAR:.3f} with smoothing (its target gives "
+                f"the gold {cap:.3f});\n    " if epsilon > 0 else "(epsilon 0: nothing smoothed, no contrast) ")
+    print(f"  mean largest probability: {smoothed}{'above' if plain > SURE else 'at most'} {SURE:g} without")
     print(f"  right: {'above' if min(right, plain_right) > RIGHT else 'not all above'} {RIGHT:.0%} both ways")
     holds = epsilon > 0 and sure <= cap + NEAR and plain > SURE and min(right, plain_right) > RIGHT
     check("label smoothing stops the model from becoming over-confident", f"Verdict: smoothing keeps the model's "
