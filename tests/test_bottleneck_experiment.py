@@ -179,6 +179,29 @@ def test_attention_restricted_to_the_last_state_loses_its_advantage(rigged):
     assert FALLS in out  # the fixed-context model is untouched by the rig
 
 
+def outcomes(result):
+    """{check name: outcome} of a run's records (common/records.py)."""
+    return {r["name"]: r["outcome"] for r in result.records}
+
+
+def test_every_check_of_the_default_run_is_recorded_and_upholds_the_page(outputs):
+    got = outcomes(outputs[NAME])
+    assert len(got) == 6 and set(got.values()) == {"upholds the page"}
+
+
+@reads_rigged
+def test_the_records_turn_with_the_printed_verdicts(runs):
+    """The records the check compares say what the printed lines say, in the rigged runs too."""
+    last, short = outcomes(runs[RIGGED["last state only"]]), outcomes(runs[RIGGED["short rows"]])
+    against = "contradicts the page"
+    assert last["attention stays high on the longest rows"] == against
+    assert last["the biggest weight is on the digit copied"] == against
+    assert last["attention: share of digits copied right, short and long rows"] == against
+    assert last["fixed-context falls off as rows grow"] == "upholds the page"
+    assert short["fixed-context falls off as rows grow"] == against
+    assert short["attention stays high on the longest rows"] == "upholds the page"
+
+
 @reads_rigged
 def test_rows_short_enough_for_the_note_do_not_fall_off(rigged):
     out = rigged["short rows"]

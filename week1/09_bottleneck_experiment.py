@@ -109,6 +109,7 @@ from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, add_live, need_window, show
 from common.progress import Progress
+from common.records import check
 
 import numpy as np
 import torch
@@ -127,6 +128,7 @@ LISTED = 10_000  # lengths with at most this many possible rows: every one is a 
 SHORT = 4  # "short rows": held-out rows of up to 4 digits; "long rows": the three longest lengths
 HIGH, LOW = 0.90, 0.60  # the bands: above HIGH, LOW to HIGH, below LOW
 ALIGNED = 0.80  # share of writing steps whose biggest weight must be on the digit copied
+SUMS_TO_1 = 5e-7  # a row "sums to 1" within this (it prints as 1.000000; float32 rounding is about 1e-7)
 EXAMPLE = [2, 7, 1, 8, 5, 0, 9, 4]
 MODELS = (("fixed-context", False), ("attention", True))  # (name, does it look back?)
 DEFAULTS = {"hidden": 48, "max_len": 12, "steps": 300}
@@ -477,7 +479,12 @@ def main():
     print(f"\nShare of digits copied right on held-out rows, never trained on (guessing gets {1 / DIGITS:.2f}):")
     print(f"  {'':14} {span(short_lengths):14} {span(long_lengths)}")
     for name, (short, long) in summary.items():
-        print(f"  {name:14} {band(short):14} {band(long)}")
+        attention = name == "attention"
+        check(f"{name}: share of digits copied right, short and long rows",
+              f"  {name:14} {band(short):14} {band(long)}",
+              short > HIGH and (long > HIGH if attention else long < LOW), value=f"short {short:.4f}, long {long:.4f}",
+              threshold=f"short rows above {HIGH:.2f}, long rows " + (f"above {HIGH:.2f}" if attention else
+                                                                      f"below {LOW:.2f}"))
     exceptions = []  # lengths with fewer than TEST_ROWS held-out rows: only short ones, whose rows are all listed
     for T in range(MIN_LEN, args.max_len + 1):
         possible, kept = DIGITS**T, rows.get(T, 0)
@@ -500,22 +507,32 @@ def main():
     miss = ("CONTRADICTS THE PAGE" if at_defaults(parser, args, ignore=("table",)) else
             "NOT THE PAGE'S PICTURE at these settings")
     falls = short > HIGH and long < LOW
-    print(f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
+    check("fixed-context falls off as rows grow",
+          f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
           f"{HIGH:.2f} to below {LOW:.2f} as rows grow: "
-          f"{'as the page says' if falls else miss}")
+          f"{'as the page says' if falls else miss}", falls, value=f"short {short:.4f}, long {long:.4f}",
+          threshold=f"short rows above {HIGH:.2f}, long rows below {LOW:.2f}")
     holds = summary["attention"][1] > HIGH
-    print(f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
-          f"on the longest rows: {'as the page says' if holds else miss}")
+    check("attention stays high on the longest rows",
+          f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
+          f"on the longest rows: {'as the page says' if holds else miss}", holds,
+          value=summary["attention"][1], threshold=f"long rows above {HIGH:.2f}")
 
     print("\nWhere the attention model looks: section 2's alignment tables [T_target, T_source],")
     print(f"one row per digit written, one column per digit read; {rows[len(EXAMPLE)]} held-out "
           f"{len(EXAMPLE)}-digit rows")
     sums = alpha8.double().sum(-1)  # [rows, T]: the sum of each row of every table
     print("  each row is a softmax (scores turned into shares), so it sums to 1:")
-    print(f"  the {sums.numel():,} rows here sum to between {sums.min():.6f} and {sums.max():.6f}")
+    low, high = sums.min().item(), sums.max().item()
+    check("every row of the alignment tables sums to 1",
+          f"  the {sums.numel():,} rows here sum to between {low:.6f} and {high:.6f}",
+          max(abs(low - 1), abs(high - 1)) < SUMS_TO_1, value=f"{low:.9f} to {high:.9f}",
+          threshold=f"every row within {SUMS_TO_1:g} of 1")
     on_digit = share_on_copied_digit(alpha8)
-    print(f"  a writing step looks hardest at the very digit it copies, in at least {ALIGNED:.0%} of the steps: "
-          f"{'yes' if on_digit >= ALIGNED else 'no'}")
+    check("the biggest weight is on the digit copied",
+          f"  a writing step looks hardest at the very digit it copies, in at least {ALIGNED:.0%} of the steps: "
+          f"{'yes' if on_digit >= ALIGNED else 'no'}", on_digit >= ALIGNED, value=on_digit,
+          threshold=f"at least {ALIGNED:.0%} of the writing steps")
     if args.table:
         print(f"  (exactly {on_digit:.3f} of them)")
         print(f"  the table for the row {' '.join(map(str, EXAMPLE))}:")
