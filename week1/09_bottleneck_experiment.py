@@ -3,113 +3,31 @@
 Page: Week 1, section 1 "The squeezed summary (seq2seq bottleneck)" and section 2
 "Looking back instead of remembering (Bahdanau attention)".
 
-Two GRU encoder-decoders of the same size learn the same task from the same rows of
-digits: write the row out again (copying). Both read it with the same encoder,
-h_i = GRU(h_{i-1}, x_i), and both decoders start from the encoder's last state, s_0 = h_T.
-They differ only in the context c_t the decoder gets at writing step t:
+    encoder:        h_i = GRU(h_{i-1}, x_i);   the decoder starts from s_0 = h_T
+    fixed-context:  c_t = c = h_T                          the one summary of section 1
+    attention:      e_ti = v_a . tanh(W_a s_{t-1} + U_a h_i),   alpha_t = softmax(e_t),
+                    c_t = sum_i alpha_ti h_i               section 2 (week1/05 computes one step)
+    both:           s_t = GRUCell([y_{t-1}, c_t], s_{t-1});   guess_t = argmax W_out [s_t, c_t]
 
-    fixed-context:  c_t = c = h_T                        the one summary of section 1
-    attention:      e_ti    = v_a . tanh(s_{t-1} W_a + h_i U_a)    (section 2; 05_additive_attention)
-                    alpha_t = softmax(e_t)                one row of the alignment table
-                    c_t     = sum_i alpha_ti h_i
-    both:           s_t = GRUCell([embed(y_{t-1}), c_t], s_{t-1});  guess_t = argmax W_out [s_t, c_t]
-
-Bahdanau, Cho and Bengio (2015, Figure 2) saw the fixed-context model's score fall as
-sentences grew while the attention model's held. The page adds that the squeeze is a
-strain, not a law: with rows short enough for the note (--max-len 8) the fixed-context
-model does not fall below 0.60. A wider note helps, but slowly. At the default length,
-with the same rows and steps, the fixed-context model's share of the digits of the
-longest rows (10-12 digits) was 0.42 to 0.44 at n = 32, 0.47 to 0.50 at n = 48 (the
-default), 0.52 to 0.55 at 64 and 0.57 to 0.63 at 96, the largest --hidden allows (seeds
-0 to 9 and 42): each doubling of n adds about 0.1. At n = 96 the verdict turns for 5 of
-the 11 seeds, but only just (0.60 to 0.63), while the attention model at n = 48 copies
-0.96 to 0.99 of those digits (--hidden 96 --table shows it). Longer training lifts it
-too: with seed 42 its long rows reached 0.50 after 300 steps (the default), 0.63 after
-600 and 0.73 after 1,000, while the attention model is at 0.99 to 1.00 from 600 steps
-on. So the verdicts compare the two models at the same, short training: one note of n
-numbers makes long rows slow to learn, not impossible to hold. (The earlier setup, n =
-32 and rows of up to 16 digits, had more room: after twice its 600 steps its longest
-rows were still at 0.47.)
-
-Setup. The page gives none of it; each choice, and what the alternative did (measured on
-a 2-core machine, seeds 0 to 9 unless said otherwise):
-- Task: copy rows of 2 to 12 digits (10 possible digits at each place). Copying with a
-  one-way (left-to-right) encoder, because then the digit to write sits in one encoder
-  state only, and the attention model learns to look at it: the diagonal. In the runs
-  tried with a two-way encoder (as in Bahdanau's paper), or with reversing instead of
-  copying, it learned to look one place to the side and read the digit from that
-  neighbour's memory of it: a true alignment, but a confusing picture.
-- Sizes: n = 48 numbers in c, in every h_i and in s; digit vectors of 16 numbers;
-  W_a, U_a [n, n] and v_a [n], drawn as standard normals / sqrt(n). Both models start
-  from the same weights (one torch.manual_seed); the attention model adds W_a, U_a, v_a.
-- Training: 300 steps, each on 128 rows of one length drawn from 2..12 (the same rows
-  for both models); teacher forcing (the decoder is fed the true previous digit);
-  cross-entropy; gradient norm clipped at 1; Adam (written out below: constructing
-  torch.optim.Adam takes 0.8 s here, it loads torch._dynamo; a test checks it against
-  torch's) with learning rate 0.02 falling linearly to 0. The fall matters: at a constant
-  0.02 the attention model copied only 0.65 to 0.95 of the digits of 14-16-digit rows,
-  with it 0.988 to 0.999 (an earlier setup: 600 steps, n = 32, rows of up to 16 digits).
-- Cost. Almost all the time is training, and at these sizes much of it is the fixed cost
-  of each of the many small tensor operations, so it grows with steps x row length (a
-  batch of 64 rows took 0.7 of the time of one of 128). Two things cut the operations
-  without changing the computation: teacher forced, the fixed-context decoder is one call
-  of torch's own GRU loop (fixed_context_decoder(): its inputs [y_(t-1), c] are all known
-  in advance), and Adam updates each model's weights as one vector (as_one_vector()); the
-  fixed-context model's training took 7 to 12% less CPU, the attention model's 3 to 6%
-  (step by step beside the old code). What would have saved more lost the margins
-  (measured, seeds 0 to 9 and 42): batches of 64 rows (a quarter less time) let the
-  attention model's longest rows fall to 0.910, batches of 96 to 0.945 with the share of
-  steps looking at the copied digit down to 0.829; 200 steps at a learning rate of 0.03 to
-  0.05 left them at 0.85 to 0.88 (seed 42). The earlier setup (n = 32, rows of up to 16
-  digits, 600 steps) took 2.3 times as long. With n = 32, 300 steps were too few
-  (fixed-context on short held-out rows 0.930 to 0.984, attention on the longest 0.939 to
-  0.980, each margin under 0.05) and 400 steps were slower than n = 48 at 300; 250 steps
-  at n = 48 let attention drop to 0.946 (5 seeds). A narrower attention width (W_a, U_a
-  [n, 24]) would save a tenth to a sixth of the attention model's time; it was not tried
-  for accuracy. The context sum_i alpha_ti h_i is a multiply and a sum, not torch.bmm: for
-  these tiny matrices bmm's backward pass was twice as slow. One CPU thread: with
-  matrices this small a second thread made training slower (3.2 s instead of 2.7 s for
-  200 steps) at 2.4 times the CPU time.
-- Testing: on held-out rows only, rows that occur in no training batch: per length, the
-  first 200 such rows from a generator of their own (as week2/12 picks its held-out
-  strings); for up to 4 digits the candidates are every possible row, shuffled.
-  Training shows all 100 rows of 2 digits, so none is held out and that length is not
-  scored; of the 1,000 rows of 3 digits it leaves only a few (76 with seed 42, 7 to 120
-  with seeds 0 to 9), all of which are tested; 4 digits and longer have their 200. The
-  model writes alone, fed its own previous guess. Score: the share of digits copied to
-  the right place; "short rows" pools every digit of the held-out rows of up to 4
-  digits, "long rows" those of the three longest lengths.
-- Portability: training takes a different path on each CPU and kernel setting (here each
-  of the four settings below gave other exact numbers than the plain run, for every
-  seed), so the accuracies move in the second or third decimal. The default output says
-  only which band each accuracy is in (above 0.90, 0.60 to 0.90, below 0.60). Measured,
-  seeds 0 to 9 and 42, each plain and under ATEN_CPU_CAPABILITY=default,
-  MKL_CBWR=COMPATIBLE, MKL_CBWR=AVX2 with ATEN_CPU_CAPABILITY=default, and
-  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 (55 runs, on a 2-core Intel AVX-512 CPU):
-  fixed-context 0.973 to 1.000 on the short held-out rows and 0.474 to 0.504 on 10-12
-  digits; attention 1.000 and 0.960 to 0.994. Every band held with a margin of at least
-  0.060, and each seed printed the same bytes under all five settings. --table prints the
-  exact numbers.
-- The alignment table (each row a softmax, so it sums to 1) is soft: in the example's
-  table the weight on the digit being copied was 0.30 to 0.82 (55 runs), the rest sitting
-  on its neighbours. For that example (2 7 1 8 5 0 9 4) one row's biggest weight landed
-  one place to the left with 3 of the 11 seeds (under every setting), so its table is
-  printed only with --table (and drawn in the figure). The default prints what held on
-  every trajectory: over the 200 held-out 8-digit rows, the biggest weight of a writing
-  step sits on the digit it copies in at least 80% of the steps (0.883 to 0.963
-  measured). With --look-back last the attention model may see only h_T: it is the
-  fixed-context model again (up to rounding), and both of its lines turn.
-- Exit status 0 whatever the verdicts: the knobs are there to make them turn.
+Two GRU encoder-decoders of the same size learn to copy rows of 2 to 12 digits, from the
+same starting weights on the same rows; they differ only in c_t. Prints, on held-out rows
+(never trained on), the share of digits each copies right, as bands, on short and on long
+rows, and a verdict for each section; then the attention model's alignment tables (each
+row sums to 1; where the biggest weight sits). Saves a figure: accuracy by length, and one
+alignment table. Setup (the page gives none): n = 48 numbers in c, in every h_i and in s;
+300 steps of Adam on 128 rows of one length a step; a one-way encoder, so the digit to copy
+sits in one encoder state. Notes: week1/NOTES.md, section 09.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
+from common import REPO_ROOT, run
+from common.cli import SEED, int_range, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, TrainingWindow, View, add_live, need_window, show
+from common.live import Blit, TrainingWindow, View, show
 from common.progress import Progress
-from common.records import check
+from common.records import band, check, said
 
 import numpy as np
 import torch
@@ -119,42 +37,7 @@ import torch.nn.functional as F
 DIGITS = 10  # the words are the digits 0..9
 START = DIGITS  # the decoder's first input, "start writing": an 11th input word
 EMBED = 16  # numbers per digit vector
-BATCH = 128  # rows per training step, all of one length
-LR = 0.02  # Adam's learning rate at the first step; it falls linearly to 0
-CLIP = 1.0  # largest gradient norm
-MIN_LEN = 2
-TEST_ROWS = 200  # held-out rows per length, at most
-LISTED = 10_000  # lengths with at most this many possible rows: every one is a test candidate
-SHORT = 4  # "short rows": held-out rows of up to 4 digits; "long rows": the three longest lengths
-HIGH, LOW = 0.90, 0.60  # the bands: above HIGH, LOW to HIGH, below LOW
-ALIGNED = 0.80  # share of writing steps whose biggest weight must be on the digit copied
-SUMS_TO_1 = 5e-7  # a row "sums to 1" within this (it prints as 1.000000; float32 rounding is about 1e-7)
-EXAMPLE = [2, 7, 1, 8, 5, 0, 9, 4]
-MODELS = (("fixed-context", False), ("attention", True))  # (name, does it look back?)
-DEFAULTS = {"hidden": 48, "max_len": 12, "steps": 300}
-WORK_LIMIT = 20_000  # the largest work() allowed: about 4 times the defaults' training
-# Its pixels depend on the training trajectory, so on the CPU: a default run writes it to the
-# git-ignored build/; the committed copy is made with --figure week1/figures/<same name>.
-FIGURE = Path(__file__).resolve().parents[1] / "build" / "figures" / "week1" / "bottleneck_accuracy_by_length.png"
-
-
-def build(hidden, seed):
-    """Both models' weights; the fixed-context model never uses model["attention"]."""
-    torch.manual_seed(seed)
-    model = nn.ModuleDict({
-        "source_embed": nn.Embedding(DIGITS, EMBED),
-        "target_embed": nn.Embedding(DIGITS + 1, EMBED),  # + the START word
-        "encoder": nn.GRU(EMBED, hidden, batch_first=True),
-        "decoder": nn.GRUCell(EMBED + hidden, hidden),
-        "out": nn.Linear(2 * hidden, DIGITS),  # [s_t, c_t] -> a score per digit
-    })
-    scale = hidden**-0.5  # keeps s W_a and h_i U_a near size 1 at the start
-    model["attention"] = nn.ParameterDict({
-        "W_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
-        "U_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
-        "v_a": nn.Parameter(scale * torch.randn(hidden)),
-    })
-    return model
+HIDDEN = 48  # n: the numbers in c, in every h_i and in s
 
 
 def additive_scores(s, HU_a, W_a, v_a):
@@ -162,20 +45,7 @@ def additive_scores(s, HU_a, W_a, v_a):
     return torch.tanh((s @ W_a)[:, None, :] + HU_a) @ v_a  # [B, 1, n_a] + [B, T, n_a]; then [B, T]
 
 
-def fixed_context_decoder(cell, fed, c):
-    """The fixed-context decoder fed the true previous digits (teacher forcing), all T steps in
-    one call: s_t = GRUCell([y_(t-1), c], s_(t-1)) from s_0 = c, run by torch's own GRU loop
-    with the cell's weights. Returns what the output layer reads, [s_t, c] for every t: [B, T, 2n].
-    Speed: every input is known in advance (c never changes), so torch computes their part of
-    the gates for all steps at once, and the loop runs without Python (7 to 12% off this model's training)."""
-    C = c[:, None].expand(-1, fed.shape[1], -1)  # [B, T, n]: the same c at every step
-    S, _ = torch.gru(torch.cat([fed, C], dim=-1), c[None], [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
-                     has_biases=True, num_layers=1, dropout=0.0, train=True, bidirectional=False,
-                     batch_first=True)  # [B, T, n]: s_1..s_T
-    return torch.cat([S, C], dim=-1)
-
-
-def run(model, x, y_in, attention, look_back="all"):
+def translate(model, x, y_in, attention, look_back="all"):
     """Read the rows x [B, T] and write T digits, fed y_in [B, T] (teacher forcing) or,
     if y_in is None, its own previous guesses. Returns scores [B, T, DIGITS] and, for the
     attention model, the alignment tables alpha [B, T_target, T_source]."""
@@ -213,6 +83,51 @@ def run(model, x, y_in, attention, look_back="all"):
     return scores, (torch.stack(alphas, 1) if attention else None)
 
 
+def build(hidden, seed):
+    """Both models' weights; the fixed-context model never uses model["attention"]."""
+    torch.manual_seed(seed)
+    model = nn.ModuleDict({
+        "source_embed": nn.Embedding(DIGITS, EMBED),
+        "target_embed": nn.Embedding(DIGITS + 1, EMBED),  # + the START word
+        "encoder": nn.GRU(EMBED, hidden, batch_first=True),
+        "decoder": nn.GRUCell(EMBED + hidden, hidden),
+        "out": nn.Linear(2 * hidden, DIGITS),  # [s_t, c_t] -> a score per digit
+    })
+    scale = hidden**-0.5  # keeps s W_a and h_i U_a near size 1 at the start
+    model["attention"] = nn.ParameterDict({
+        "W_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
+        "U_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
+        "v_a": nn.Parameter(scale * torch.randn(hidden)),
+    })
+    return model
+
+
+def fixed_context_decoder(cell, fed, c):
+    """The fixed-context decoder fed the true previous digits (teacher forcing), all T steps in
+    one call: s_t = GRUCell([y_(t-1), c], s_(t-1)) from s_0 = c, run by torch's own GRU loop
+    with the cell's weights. Returns what the output layer reads, [s_t, c] for every t: [B, T, 2n].
+    Speed: every input is known in advance (c never changes), so torch computes their part of
+    the gates for all steps at once, and the loop runs without Python (7 to 12% off this model's training)."""
+    C = c[:, None].expand(-1, fed.shape[1], -1)  # [B, T, n]: the same c at every step
+    S, _ = torch.gru(torch.cat([fed, C], dim=-1), c[None], [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
+                     has_biases=True, num_layers=1, dropout=0.0, train=True, bidirectional=False,
+                     batch_first=True)  # [B, T, n]: s_1..s_T
+    return torch.cat([S, C], dim=-1)
+
+
+# ---------------------------------------------------------------- training, and the held-out rows
+
+MIN_LEN = 2  # shortest row, in digits
+MAX_LEN = 12  # longest row, in digits
+STEPS = 300  # training steps per model
+BATCH = 128  # rows per training step, all of one length
+LR = 0.02  # Adam's learning rate at the first step; it falls linearly to 0
+CLIP = 1.0  # largest gradient norm
+TEST_ROWS = 200  # held-out rows per length, at most
+LISTED = 10_000  # lengths with at most this many possible rows: every one is a test candidate
+MODELS = (("fixed-context", False), ("attention", True))  # (name, does it look back?)
+
+
 def as_one_vector(params):
     """The tensors `params` as one vector w, and their gradients as one vector g: each becomes
     a view into w, its .grad a view into g, and backward() adds into g. (Speed: Adam treats every
@@ -231,7 +146,8 @@ def as_one_vector(params):
 def adam_step(w, g, moments, step, lr, beta1=0.9, beta2=0.999, eps=1e-8):
     """One Adam update of the weights w given their gradients g, as torch.optim.Adam does it
     (written out: importing torch.optim costs most of a second here). moments: the running
-    averages (m, v) of g and of g^2, weight by weight."""
+    averages (m, v) of g and of g^2, weight by weight. Not common.blocks.adam_step: its m.lerp_
+    rounds otherwise, which moves --table's exact numbers (week1/NOTES.md, section 09)."""
     m, v = moments
     m.mul_(beta1).add_(g, alpha=1 - beta1)  # average gradient
     v.mul_(beta2).addcmul_(g, g, value=1 - beta2)  # average squared gradient
@@ -249,7 +165,7 @@ def train(model, attention, batches, look_back="all", watch=None):
     steps, losses = len(batches), []
     for step, x in enumerate(batches, start=1):
         y_in = torch.cat([torch.full((len(x), 1), START), x[:, :-1]], dim=1)  # START, then the row shifted
-        logits, _ = run(model, x, y_in, attention, look_back)
+        logits, _ = translate(model, x, y_in, attention, look_back)
         loss = F.cross_entropy(logits.reshape(-1, DIGITS), x.reshape(-1))
         g.zero_()
         loss.backward()
@@ -295,7 +211,7 @@ def accuracy_by_length(model, attention, tests, look_back="all"):
     accuracy, alpha8 = {}, None
     with torch.no_grad():
         for T, x in tests.items():
-            logits, alpha = run(model, x, None, attention, look_back)
+            logits, alpha = translate(model, x, None, attention, look_back)
             accuracy[T] = (logits.argmax(-1) == x).double().mean().item()
             if T == len(EXAMPLE):
                 alpha8 = alpha
@@ -320,19 +236,17 @@ def experiment(hidden, max_len, steps, seed, look_back="all", window=None):
             train(model, attention, batches, look_back, watch=watch)
         accuracy[name], alpha8 = accuracy_by_length(model, attention, tests, look_back)
     with torch.no_grad():  # model is now the trained attention model
-        _, example_alpha = run(model, torch.tensor([EXAMPLE]), None, True, look_back)
+        _, example_alpha = translate(model, torch.tensor([EXAMPLE]), None, True, look_back)
     return accuracy, tests, alpha8, example_alpha[0].numpy()
 
 
-def work(sizes):
-    """The training's cost in units: measured, its time grows about like steps x max_len x
-    max(1, hidden / 32) (fixed costs per operation dominate below a width of about 32)."""
-    return sizes["steps"] * sizes["max_len"] * max(1, sizes["hidden"] / 32)
+# ---------------------------------------------------------------- what the two models learned
 
-
-def band(value):
-    """Which band an accuracy is in: the only form of it that every CPU prints alike."""
-    return f"above {HIGH:.2f}" if value > HIGH else f"below {LOW:.2f}" if value < LOW else f"{LOW:.2f} to {HIGH:.2f}"
+SHORT = 4  # "short rows": held-out rows of up to 4 digits; "long rows": the three longest lengths
+HIGH, LOW = 0.90, 0.60  # the bands: above HIGH, LOW to HIGH, below LOW
+ALIGNED = 0.80  # share of writing steps whose biggest weight must be on the digit copied
+SUMS_TO_1 = 5e-7  # a row "sums to 1" within this (it prints as 1.000000; float32 rounding is about 1e-7)
+EXAMPLE = [2, 7, 1, 8, 5, 0, 9, 4]  # the row whose alignment table --table prints and the figure draws
 
 
 def short_and_long(accuracy, rows):
@@ -353,8 +267,162 @@ def share_on_copied_digit(alpha):
     return (alpha.argmax(-1) == torch.arange(alpha.shape[-1])).double().mean().item()
 
 
+def lesson(args, window=None):
+    """Both models trained and tested; prints section 1, then section 2. window: the --live
+    TrainingWindow, if any. Returns what the figure draws."""
+    torch.set_num_threads(1)  # tiny matrices: two threads were slower here, and make check runs a
+    #                           second script beside this one
+    n = args.hidden
+    look = "every encoder state h_i" if args.look_back == "all" else "the last encoder state only"
+    print(f"Copying rows of {MIN_LEN} to {args.max_len} digits: two GRU encoder-decoders (networks that read, "
+          "then write,")
+    print(f"one digit at a time), both of size n = {n}, trained for {args.steps} steps on the same batches "
+          f"of {BATCH} rows")
+    print("  (the encoder reads a row into states h_1..h_T, a list of n numbers after each digit read;")
+    print("  the decoder writes the row out again, digit by digit)")
+    print(f"  fixed-context: the decoder gets only c = h_T, the encoder's last state: one note of {n} numbers")
+    print(f"  attention: the decoder also looks back at {look}, giving each a score")
+    print("  e = v_a . tanh(s W_a + h_i U_a): how useful h_i is now, given s, the decoder's own state")
+    accuracy, tests, alpha8, example_alpha = experiment(n, args.max_len, args.steps, args.seed, args.look_back,
+                                                        window)
+    rows = {T: len(x) for T, x in tests.items()}
+    show_accuracy(accuracy, rows, args)
+    show_alignment(alpha8, example_alpha, rows, args.table)
+    print(save_figure(make_figure(accuracy, rows, example_alpha, args.max_len), figure_path(args, FIGURE)))
+    # The fixed-context decoder must pull every digit out of one vector of n numbers, and
+    # the longer the row, the more it loses; the attention decoder reads each digit where it is.
+    return accuracy, rows, example_alpha
+
+
+def show_accuracy(accuracy, rows, args):
+    """Section 1 and section 2's claim: the bands on short and long held-out rows, and the verdicts."""
+    (short_lengths, long_lengths), summary = short_and_long(accuracy, rows)
+    print(f"\nShare of digits copied right on held-out rows, never trained on (guessing gets {1 / DIGITS:.2f}):")
+    print(f"  {'':14} {span(short_lengths):14} {span(long_lengths)}")
+    for name, (short, long) in summary.items():
+        attention = name == "attention"
+        check(f"{name}: share of digits copied right, short and long rows",
+              f"  {name:14} {band(short, LOW, HIGH):14} {band(long, LOW, HIGH)}",
+              short > HIGH and (long > HIGH if attention else long < LOW), value=f"short {short:.4f}, long {long:.4f}",
+              threshold=f"short rows above {HIGH:.2f}, long rows " + (f"above {HIGH:.2f}" if attention else
+                                                                      f"below {LOW:.2f}"))
+    exceptions = held_out_exceptions(rows, args.max_len)
+    print(f"  held out: {TEST_ROWS} rows per length" + (", except:" if exceptions else ""))
+    for line in exceptions:
+        print(f"    {line}")
+    print("  (bands, not numbers: training runs a little differently on each CPU; --table shows the numbers)")
+    if args.table:
+        print("  digits  rows  fixed-context  attention")
+        for T in rows:
+            print(f"  {T:6d}  {rows[T]:4d}  {accuracy['fixed-context'][T]:13.3f}  {accuracy['attention'][T]:9.3f}")
+    short, long = summary["fixed-context"]
+    falls = short > HIGH and long < LOW
+    check("fixed-context falls off as rows grow",
+          f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
+          f"{HIGH:.2f} to below {LOW:.2f} as rows grow: {said(falls)}", falls,
+          value=f"short {short:.4f}, long {long:.4f}",
+          threshold=f"short rows above {HIGH:.2f}, long rows below {LOW:.2f}")
+    holds = summary["attention"][1] > HIGH
+    check("attention stays high on the longest rows",
+          f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
+          f"on the longest rows: {said(holds)}", holds,
+          value=summary["attention"][1], threshold=f"long rows above {HIGH:.2f}")
+
+
+def show_alignment(alpha8, example_alpha, rows, table):
+    """Section 2's alignment tables: every row sums to 1; where each writing step looks hardest."""
+    print("\nWhere the attention model looks: section 2's alignment tables [T_target, T_source],")
+    print(f"one row per digit written, one column per digit read; {rows[len(EXAMPLE)]} held-out "
+          f"{len(EXAMPLE)}-digit rows")
+    sums = alpha8.double().sum(-1)  # [rows, T]: the sum of each row of every table
+    print("  each row is a softmax (scores turned into shares), so it sums to 1:")
+    low, high = sums.min().item(), sums.max().item()
+    check("every row of the alignment tables sums to 1",
+          f"  the {sums.numel():,} rows here sum to between {low:.6f} and {high:.6f}",
+          max(abs(low - 1), abs(high - 1)) < SUMS_TO_1, value=f"{low:.9f} to {high:.9f}",
+          threshold=f"every row within {SUMS_TO_1:g} of 1")
+    on_digit = share_on_copied_digit(alpha8)
+    check("the biggest weight is on the digit copied",
+          f"  a writing step looks hardest at the very digit it copies, in at least {ALIGNED:.0%} of the steps: "
+          f"{'yes' if on_digit >= ALIGNED else 'no'}", on_digit >= ALIGNED, value=on_digit,
+          threshold=f"at least {ALIGNED:.0%} of the writing steps")
+    if table:
+        print(f"  (exactly {on_digit:.3f} of them)")
+        print(f"  the table for the row {' '.join(map(str, EXAMPLE))}:")
+        print("           reads " + "    ".join(map(str, EXAMPLE)))
+        for digit, row in zip(EXAMPLE, example_alpha, strict=True):
+            print(f"    writes {digit}:  " + " ".join(f"{a:.2f}" for a in row))
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
+
+def held_out_exceptions(rows, max_len):
+    """The lengths with fewer than TEST_ROWS held-out rows, in words: only short ones, whose
+    rows are all listed."""
+    lines = []
+    for T in range(MIN_LEN, max_len + 1):
+        possible, kept = DIGITS**T, rows.get(T, 0)
+        if kept == 0:
+            lines.append(f"{T} digits: none, training showed all {possible:,}: rows of {T} digits are not scored")
+        elif kept == possible:
+            lines.append(f"{T} digits: all {possible:,} there are (training showed none of them)")
+        elif kept < TEST_ROWS:
+            lines.append(f"{T} digits: only {kept}, training showed the other {possible - kept:,} of the {possible:,}")
+    return lines
+
+
 def span(lengths):
     return f"{lengths[0]}-{lengths[-1]} digits" if len(lengths) > 1 else f"{lengths[0]} digits"
+
+
+def work(steps, max_len, hidden):
+    """The training's cost in units: measured, its time grows about like steps x max_len x
+    max(1, hidden / 32) (fixed costs per operation dominate below a width of about 32)."""
+    return steps * max_len * max(1, hidden / 32)
+
+
+WORK_LIMIT = 20_000  # the largest work() allowed: about 4 times the defaults' training
+DESCRIPTION = ("Fixed-context vs attention encoder-decoders on rows of digits of growing length (Week 1, sections 1 "
+               "and 2).\nTraining runs a little differently on each CPU, so a default run prints accuracy bands and "
+               "verdicts; --table adds the exact numbers.\nSizes: --steps x --max-len x max(1, --hidden / 32) may be "
+               f"at most {WORK_LIMIT:,} (the defaults: {work(STEPS, MAX_LEN, HIDDEN):,.0f}).")
+KNOBS = [knob("--hidden", type=int_range(4, 96), default=HIDDEN,
+              help="n, the size of the summary c, of each h_i and of s; measured, each doubling of n lifts the "
+              "fixed-context model's share of the long rows' digits by only about 0.1 (0.47 to 0.50 at 48, 0.57 "
+              "to 0.63 at 96), far below the attention model's"),
+         knob("--max-len", type=int_range(8, 32), default=MAX_LEN, help="longest row, in digits"),
+         knob("--steps", type=int_range(1, 1000), default=STEPS,
+              help="training steps per model; more lift the fixed-context model's long rows too (measured, seed "
+              "42: 0.50 at 300, 0.63 at 600, 0.73 at 1,000)"),
+         knob("--seed", type=SEED, default=42, help="seed of the weights and of the rows"),
+         knob("--look-back", choices=["all", "last"], default="all",
+              help="which encoder states the attention model may look at"),
+         knob("--table", action="store_true",
+              help="also print the exact accuracies and alignment (they vary slightly between CPUs)")]
+TRY_IT = [("--table", "the exact accuracy at every length and the example's alignment table"),
+          ("--max-len 8 --table", "rows of at most 8 digits: short enough for the one note, so the fixed-context "
+           "model does not fall below 0.60"),
+          ("--hidden 96 --table", "a note twice as wide: the fixed-context model copies about 0.1 more of the long "
+           "rows' digits (the verdict may turn, just), still far fewer than the attention model"),
+          ("--look-back last", "attention that may see only the last encoder state is the fixed context again: it "
+           "falls off too")]
+FIGURE_HELP = ("where to save the figure; a default run saves it under build/ (its pixels vary by CPU), the README's "
+               "copy is week1/figures/bottleneck_accuracy_by_length.png")
+LIVE = "watch both trainings: the losses and the alignment table redrawn as they learn, then the figure"
+# Its pixels depend on the training trajectory, so on the CPU: a default run writes it to the
+# git-ignored build/; the committed copy is made with --figure week1/figures/<same name>.
+FIGURE = REPO_ROOT / "build" / "figures" / "week1" / "bottleneck_accuracy_by_length.png"
+
+
+def limits(args):
+    """Too much training, in one line naming only the flags that would lower it; else None."""
+    cost = work(args.steps, args.max_len, args.hidden)
+    if cost <= WORK_LIMIT:
+        return None
+    lower = [flag for flag, can in (("--steps", args.steps > 1), ("--max-len", args.max_len > 8),
+                                    ("--hidden", args.hidden > 32)) if can]
+    return (f"--steps x --max-len x max(1, --hidden / 32) is {cost:,.0f}; the limit is {WORK_LIMIT:,} (about 4 "
+            f"times the default run's training): make {' or '.join(lower)} smaller")
 
 
 def make_figure(accuracy, rows, example_alpha, max_len):
@@ -408,7 +476,7 @@ def live_training(steps, look_back):
         loss_ax.set_title(f"the {name} model, step {step} of {steps}: loss {losses[-1]:.2f}")
         if attention:
             with torch.no_grad():
-                _, alpha = run(model, torch.tensor([EXAMPLE]), None, True, look_back)
+                _, alpha = translate(model, torch.tensor([EXAMPLE]), None, True, look_back)
             image.set_data(alpha[0].numpy())
             table_ax.set_title(f"its alignment table, step {step}")
 
@@ -416,136 +484,13 @@ def live_training(steps, look_back):
 
 
 def main():
-    parser = lesson_parser(__file__, "Fixed-context vs attention encoder-decoders on rows of digits of growing "
-                           "length (Week 1, sections 1 and 2).\nTraining runs a little differently on each CPU, "
-                           "so a default run prints accuracy bands and verdicts; --table adds the exact "
-                           f"numbers.\nSizes: --steps x --max-len x max(1, --hidden / 32) may be at most "
-                           f"{WORK_LIMIT:,} (the defaults: {work(DEFAULTS):,.0f}).", try_it=[
-                               ("--table", "the exact accuracy at every length and the example's alignment table"),
-                               ("--max-len 8 --table", "rows of at most 8 digits: short enough for the one note, "
-                                "so the fixed-context model does not fall below 0.60"),
-                               ("--hidden 96 --table", "a note twice as wide: the fixed-context model copies about "
-                                "0.1 more of the long rows' digits (the verdict may turn, just), still far fewer "
-                                "than the attention model"),
-                               ("--look-back last", "attention that may see only the last encoder state is the "
-                                "fixed context again: it falls off too")])
-    parser.add_argument("--hidden", type=int_range(4, 96), default=DEFAULTS["hidden"],
-                        help="n, the size of the summary c, of each h_i and of s; measured, each doubling of n "
-                        "lifts the fixed-context model's share of the long rows' digits by only about 0.1 (0.47 "
-                        "to 0.50 at 48, 0.57 to 0.63 at 96), far below the attention model's")
-    parser.add_argument("--max-len", type=int_range(8, 32), default=DEFAULTS["max_len"],
-                        help="longest row, in digits")
-    parser.add_argument("--steps", type=int_range(1, 1000), default=DEFAULTS["steps"],
-                        help="training steps per model; more lift the fixed-context model's long rows too "
-                        "(measured, seed 42: 0.50 at 300, 0.63 at 600, 0.73 at 1,000)")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the weights and of the rows")
-    parser.add_argument("--look-back", choices=["all", "last"], default="all",
-                        help="which encoder states the attention model may look at")
-    parser.add_argument("--table", action="store_true",
-                        help="also print the exact accuracies and alignment (they vary slightly between CPUs)")
-    parser.add_argument("--figure", type=png_path, default=None,
-                        help="where to save the figure; a default run saves it under build/ (its pixels "
-                        "vary by CPU), the README's copy is week1/figures/bottleneck_accuracy_by_length.png")
-    add_live(parser, "watch both trainings: the losses and the alignment table redrawn as they learn, then the figure")
-    args = parser.parse_args()
-    if work(vars(args)) > WORK_LIMIT:
-        lower = [flag for flag, can in (("--steps", args.steps > 1), ("--max-len", args.max_len > 8),
-                                        ("--hidden", args.hidden > 32)) if can]  # what would lower it
-        parser.error(f"--steps x --max-len x max(1, --hidden / 32) is {work(vars(args)):,.0f}; the limit is "
-                     f"{WORK_LIMIT:,} (about 4 times the default run's training): make {' or '.join(lower)} "
-                     "smaller")
-    if args.live:
-        need_window(parser)
-    torch.set_num_threads(1)  # tiny matrices: two threads were slower here, and make check runs a
-    #                           second script beside this one
-
-    n = args.hidden
-    look = "every encoder state h_i" if args.look_back == "all" else "the last encoder state only"
-    print(f"Copying rows of {MIN_LEN} to {args.max_len} digits: two GRU encoder-decoders (networks that read, "
-          "then write,")
-    print(f"one digit at a time), both of size n = {n}, trained for {args.steps} steps on the same batches "
-          f"of {BATCH} rows")
-    print("  (the encoder reads a row into states h_1..h_T, a list of n numbers after each digit read;")
-    print("  the decoder writes the row out again, digit by digit)")
-    print(f"  fixed-context: the decoder gets only c = h_T, the encoder's last state: one note of {n} numbers")
-    print(f"  attention: the decoder also looks back at {look}, giving each a score")
-    print("  e = v_a . tanh(s W_a + h_i U_a): how useful h_i is now, given s, the decoder's own state")
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP, live=LIVE, limits=limits,
+                       print_only=("table",))
     window = TrainingWindow(live_training, args.steps, args.look_back) if args.live else None
-    accuracy, tests, alpha8, example_alpha = experiment(n, args.max_len, args.steps, args.seed, args.look_back,
-                                                        window)
-    rows = {T: len(x) for T, x in tests.items()}
-    (short_lengths, long_lengths), summary = short_and_long(accuracy, rows)
-
-    print(f"\nShare of digits copied right on held-out rows, never trained on (guessing gets {1 / DIGITS:.2f}):")
-    print(f"  {'':14} {span(short_lengths):14} {span(long_lengths)}")
-    for name, (short, long) in summary.items():
-        attention = name == "attention"
-        check(f"{name}: share of digits copied right, short and long rows",
-              f"  {name:14} {band(short):14} {band(long)}",
-              short > HIGH and (long > HIGH if attention else long < LOW), value=f"short {short:.4f}, long {long:.4f}",
-              threshold=f"short rows above {HIGH:.2f}, long rows " + (f"above {HIGH:.2f}" if attention else
-                                                                      f"below {LOW:.2f}"))
-    exceptions = []  # lengths with fewer than TEST_ROWS held-out rows: only short ones, whose rows are all listed
-    for T in range(MIN_LEN, args.max_len + 1):
-        possible, kept = DIGITS**T, rows.get(T, 0)
-        if kept == 0:
-            exceptions.append(f"{T} digits: none, training showed all {possible:,}: rows of {T} digits are not scored")
-        elif kept == possible:
-            exceptions.append(f"{T} digits: all {possible:,} there are (training showed none of them)")
-        elif kept < TEST_ROWS:
-            exceptions.append(f"{T} digits: only {kept}, training showed the other {possible - kept:,} of the "
-                              f"{possible:,}")
-    print(f"  held out: {TEST_ROWS} rows per length" + (", except:" if exceptions else ""))
-    for line in exceptions:
-        print(f"    {line}")
-    print("  (bands, not numbers: training runs a little differently on each CPU; --table shows the numbers)")
-    if args.table:
-        print("  digits  rows  fixed-context  attention")
-        for T in rows:
-            print(f"  {T:6d}  {rows[T]:4d}  {accuracy['fixed-context'][T]:13.3f}  {accuracy['attention'][T]:9.3f}")
-    short, long = summary["fixed-context"]
-    miss = ("CONTRADICTS THE PAGE" if at_defaults(parser, args, ignore=("table",)) else
-            "NOT THE PAGE'S PICTURE at these settings")
-    falls = short > HIGH and long < LOW
-    check("fixed-context falls off as rows grow",
-          f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
-          f"{HIGH:.2f} to below {LOW:.2f} as rows grow: "
-          f"{'as the page says' if falls else miss}", falls, value=f"short {short:.4f}, long {long:.4f}",
-          threshold=f"short rows above {HIGH:.2f}, long rows below {LOW:.2f}")
-    holds = summary["attention"][1] > HIGH
-    check("attention stays high on the longest rows",
-          f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
-          f"on the longest rows: {'as the page says' if holds else miss}", holds,
-          value=summary["attention"][1], threshold=f"long rows above {HIGH:.2f}")
-
-    print("\nWhere the attention model looks: section 2's alignment tables [T_target, T_source],")
-    print(f"one row per digit written, one column per digit read; {rows[len(EXAMPLE)]} held-out "
-          f"{len(EXAMPLE)}-digit rows")
-    sums = alpha8.double().sum(-1)  # [rows, T]: the sum of each row of every table
-    print("  each row is a softmax (scores turned into shares), so it sums to 1:")
-    low, high = sums.min().item(), sums.max().item()
-    check("every row of the alignment tables sums to 1",
-          f"  the {sums.numel():,} rows here sum to between {low:.6f} and {high:.6f}",
-          max(abs(low - 1), abs(high - 1)) < SUMS_TO_1, value=f"{low:.9f} to {high:.9f}",
-          threshold=f"every row within {SUMS_TO_1:g} of 1")
-    on_digit = share_on_copied_digit(alpha8)
-    check("the biggest weight is on the digit copied",
-          f"  a writing step looks hardest at the very digit it copies, in at least {ALIGNED:.0%} of the steps: "
-          f"{'yes' if on_digit >= ALIGNED else 'no'}", on_digit >= ALIGNED, value=on_digit,
-          threshold=f"at least {ALIGNED:.0%} of the writing steps")
-    if args.table:
-        print(f"  (exactly {on_digit:.3f} of them)")
-        print(f"  the table for the row {' '.join(map(str, EXAMPLE))}:")
-        print("           reads " + "    ".join(map(str, EXAMPLE)))
-        for digit, row in zip(EXAMPLE, example_alpha, strict=True):
-            print(f"    writes {digit}:  " + " ".join(f"{a:.2f}" for a in row))
-    print(save_figure(make_figure(accuracy, rows, example_alpha, args.max_len),
-                      figure_path(parser, args, FIGURE, ignore=("table",))))
-    # The fixed-context decoder must pull every digit out of one vector of n numbers, and
-    # the longer the row, the more it loses; the attention decoder reads each digit where it is.
+    accuracy, rows, example_alpha = lesson(args, window)
     if args.live:
         show(lambda: View(make_figure(accuracy, rows, example_alpha, args.max_len)))  # the figure a default run saves
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
