@@ -521,8 +521,8 @@ def test_the_default_run_prints_section_1s_finer_claims(outputs):
     assert "  fixed-context: digits written that changed: 0 of 1,600" in out
     assert "  attention:     digits written that changed: more than 50% of the 1,600" in out
     for verdict in ("the fixed-context decoder knows the row only through c; the attention one\n  reads the other "
-                    "states too: as the page says", "more detail strains the note: the rows of 2 digits get more "
-                    "digits copied right,\n  by 0.05 or more: as the page says",
+                    "states too: as the page says", "more detail strains the note: rows of 2 digits get more of their "
+                    "digits\n  copied right, by 0.05 or more: as the page says",
                     "a strain, not a law (the fixed-context model falls length by length;\n  the attention model "
                     "stays above 0.90 on the longest rows): as the page says",
                     "a weight is a learned soft alignment: it finds the digit, but shares\n  the row with others: "

@@ -439,15 +439,15 @@ def show_detail(model, few, every, table):
     T = every.shape[1]
     with torch.no_grad():
         right = {kind: copied(translate(model, x, None, False)[0], x) for kind, x in (("few", few), ("all", every))}
-    print(f"\nSection 1: \"long or detail-rich inputs strain it\": more detail at one length. The fixed-context "
-          f"model\non {len(few)} held-out rows of {T} digits drawn from {FEW} digits each ({FEW} picked per row), "
-          f"and on its {len(every)}\nrows drawn from all {DIGITS}.")
+    print(f"\nSection 1: \"long or detail-rich inputs strain it\": more detail at one length. The "
+          f"fixed-context\nmodel on {len(few)} held-out rows of {T} digits drawn from {FEW} digits each ({FEW} picked "
+          f"per row), and on\nits {len(every)} rows drawn from all {DIGITS}.")
     if table:
         print(f"  (exactly {right['few']:.3f} and {right['all']:.3f} of their digits copied right)")
     holds = strains_with_detail(right["few"], right["all"])
     check("detail-rich rows strain c",
-          f"Verdict (section 1): more detail strains the note: the rows of {FEW} digits get more digits copied "
-          f"right,\n  by {DETAIL_GAP:.2f} or more: {said(holds)}", holds,
+          f"Verdict (section 1): more detail strains the note: rows of {FEW} digits get more of their digits\n"
+          f"  copied right, by {DETAIL_GAP:.2f} or more: {said(holds)}", holds,
           value=f"{FEW} digits {right['few']:.4f}, all {DIGITS} {right['all']:.4f}",
           threshold=f"the rows of {FEW} digits at least {DETAIL_GAP:.2f} more right")
 
