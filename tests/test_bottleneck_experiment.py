@@ -528,3 +528,43 @@ def test_the_default_run_prints_section_1s_finer_claims(outputs):
                     "a weight is a learned soft alignment: it finds the digit, but shares\n  the row with others: "
                     "as the page says"):
         assert verdict in out
+
+
+def test_one_step_is_held_just_below_half_of_the_fall(lesson):
+    just_below = {3: 1.0, 4: 0.5001, 5: 0.0002, 6: 0.0}  # steps 0.4999, 0.4999, 0.0002 of a fall of 1
+    just_above = {3: 1.0, 4: 0.4999, 5: 0.0}  # steps 0.5001, 0.4999
+    assert lesson.largest_step(just_below) == pytest.approx(0.4999)
+    assert lesson.largest_step(just_above) == pytest.approx(0.5001)
+    assert lesson.largest_step(just_below) < lesson.ONE_STEP < lesson.largest_step(just_above)
+
+
+def tables(n_rows, aligned, soft, off_by=0.0):
+    """n_rows alignment tables [n_rows, 8, 8] in which `aligned` writing steps look hardest at
+    the digit copied (the rest at the digit after it), `soft` of those with 0.6 on it (the
+    rest with 0.95), each row summing to 1 + off_by."""
+    alpha = torch.zeros(n_rows * 8, 8, dtype=torch.float64)
+    for k in range(n_rows * 8):
+        t = k % 8
+        top = t if k < aligned else (t + 1) % 8
+        weight = 0.6 if k < soft else 0.95
+        alpha[k] = (1 - weight) / 7
+        alpha[k, top] = weight
+    alpha[:, 0] += off_by
+    return alpha.view(n_rows, 8, 8)
+
+
+def test_the_look_at_the_copied_digit_its_softness_and_the_sums_are_held_at_their_edges(lesson):
+    """ALIGNED (80% of the steps), MOST (more than half of those below 0.90) and SUMS_TO_1
+    (5e-7), each through show_alignment, just on each side."""
+    rows = {8: 5}  # 40 writing steps
+
+    def outcome(alpha, name):
+        return shown(lesson, lesson.show_alignment, alpha, np.eye(8), rows, False)[1][name][0]
+
+    up, against = "upholds the page", "contradicts the page"
+    assert outcome(tables(5, 32, 32), "the biggest weight is on the digit copied") == up  # 32/40 = 80%
+    assert outcome(tables(5, 31, 31), "the biggest weight is on the digit copied") == against
+    assert outcome(tables(5, 32, 17), "the weight on the digit copied is soft") == up  # 17 of 32
+    assert outcome(tables(5, 32, 16), "the weight on the digit copied is soft") == against  # half is not most
+    assert outcome(tables(5, 40, 40, off_by=4e-7), "every row of the alignment tables sums to 1") == up
+    assert outcome(tables(5, 40, 40, off_by=6e-7), "every row of the alignment tables sums to 1") == against
