@@ -3,112 +3,33 @@
 Page: Week 1, section 1 "The squeezed summary (seq2seq bottleneck)" and section 2
 "Looking back instead of remembering (Bahdanau attention)".
 
-Two GRU encoder-decoders of the same size learn the same task from the same rows of
-digits: write the row out again (copying). Both read it with the same encoder,
-h_i = GRU(h_{i-1}, x_i), and both decoders start from the encoder's last state, s_0 = h_T.
-They differ only in the context c_t the decoder gets at writing step t:
+    encoder:        h_i = GRU(h_{i-1}, x_i);   the decoder starts from s_0 = h_T
+    fixed-context:  c_t = c = h_T                          the one summary of section 1
+    attention:      e_ti = v_a . tanh(W_a s_{t-1} + U_a h_i),   alpha_t = softmax(e_t),
+                    c_t = sum_i alpha_ti h_i               section 2 (week1/05 computes one step)
+    both:           s_t = GRUCell([y_{t-1}, c_t], s_{t-1});   guess_t = argmax W_out [s_t, c_t]
 
-    fixed-context:  c_t = c = h_T                        the one summary of section 1
-    attention:      e_ti    = v_a . tanh(s_{t-1} W_a + h_i U_a)    (section 2; 05_additive_attention)
-                    alpha_t = softmax(e_t)                one row of the alignment table
-                    c_t     = sum_i alpha_ti h_i
-    both:           s_t = GRUCell([embed(y_{t-1}), c_t], s_{t-1});  guess_t = argmax W_out [s_t, c_t]
-
-Bahdanau, Cho and Bengio (2015, Figure 2) saw the fixed-context model's score fall as
-sentences grew while the attention model's held. The page adds that the squeeze is a
-strain, not a law: with rows short enough for the note (--max-len 8) the fixed-context
-model does not fall below 0.60. A wider note helps, but slowly. At the default length,
-with the same rows and steps, the fixed-context model's share of the digits of the
-longest rows (10-12 digits) was 0.42 to 0.44 at n = 32, 0.47 to 0.50 at n = 48 (the
-default), 0.52 to 0.55 at 64 and 0.57 to 0.63 at 96, the largest --hidden allows (seeds
-0 to 9 and 42): each doubling of n adds about 0.1. At n = 96 the verdict turns for 5 of
-the 11 seeds, but only just (0.60 to 0.63), while the attention model at n = 48 copies
-0.96 to 0.99 of those digits (--hidden 96 --table shows it). Longer training lifts it
-too: with seed 42 its long rows reached 0.50 after 300 steps (the default), 0.63 after
-600 and 0.73 after 1,000, while the attention model is at 0.99 to 1.00 from 600 steps
-on. So the verdicts compare the two models at the same, short training: one note of n
-numbers makes long rows slow to learn, not impossible to hold. (The earlier setup, n =
-32 and rows of up to 16 digits, had more room: after twice its 600 steps its longest
-rows were still at 0.47.)
-
-Setup. The page gives none of it; each choice, and what the alternative did (measured on
-a 2-core machine, seeds 0 to 9 unless said otherwise):
-- Task: copy rows of 2 to 12 digits (10 possible digits at each place). Copying with a
-  one-way (left-to-right) encoder, because then the digit to write sits in one encoder
-  state only, and the attention model learns to look at it: the diagonal. In the runs
-  tried with a two-way encoder (as in Bahdanau's paper), or with reversing instead of
-  copying, it learned to look one place to the side and read the digit from that
-  neighbour's memory of it: a true alignment, but a confusing picture.
-- Sizes: n = 48 numbers in c, in every h_i and in s; digit vectors of 16 numbers;
-  W_a, U_a [n, n] and v_a [n], drawn as standard normals / sqrt(n). Both models start
-  from the same weights (one torch.manual_seed); the attention model adds W_a, U_a, v_a.
-- Training: 300 steps, each on 128 rows of one length drawn from 2..12 (the same rows
-  for both models); teacher forcing (the decoder is fed the true previous digit);
-  cross-entropy; gradient norm clipped at 1; Adam (written out below: constructing
-  torch.optim.Adam takes 0.8 s here, it loads torch._dynamo; a test checks it against
-  torch's) with learning rate 0.02 falling linearly to 0. The fall matters: at a constant
-  0.02 the attention model copied only 0.65 to 0.95 of the digits of 14-16-digit rows,
-  with it 0.988 to 0.999 (an earlier setup: 600 steps, n = 32, rows of up to 16 digits).
-- Cost. Almost all the time is training, and at these sizes much of it is the fixed cost
-  of each of the many small tensor operations, so it grows with steps x row length (a
-  batch of 64 rows took 0.7 of the time of one of 128). Two things cut the operations
-  without changing the computation: teacher forced, the fixed-context decoder is one call
-  of torch's own GRU loop (fixed_context_decoder(): its inputs [y_(t-1), c] are all known
-  in advance), and Adam updates each model's weights as one vector (as_one_vector()); the
-  fixed-context model's training took 7 to 12% less CPU, the attention model's 3 to 6%
-  (step by step beside the old code). What would have saved more lost the margins
-  (measured, seeds 0 to 9 and 42): batches of 64 rows (a quarter less time) let the
-  attention model's longest rows fall to 0.910, batches of 96 to 0.945 with the share of
-  steps looking at the copied digit down to 0.829; 200 steps at a learning rate of 0.03 to
-  0.05 left them at 0.85 to 0.88 (seed 42). The earlier setup (n = 32, rows of up to 16
-  digits, 600 steps) took 2.3 times as long. With n = 32, 300 steps were too few
-  (fixed-context on short held-out rows 0.930 to 0.984, attention on the longest 0.939 to
-  0.980, each margin under 0.05) and 400 steps were slower than n = 48 at 300; 250 steps
-  at n = 48 let attention drop to 0.946 (5 seeds). A narrower attention width (W_a, U_a
-  [n, 24]) would save a tenth to a sixth of the attention model's time; it was not tried
-  for accuracy. The context sum_i alpha_ti h_i is a multiply and a sum, not torch.bmm: for
-  these tiny matrices bmm's backward pass was twice as slow. One CPU thread: with
-  matrices this small a second thread made training slower (3.2 s instead of 2.7 s for
-  200 steps) at 2.4 times the CPU time.
-- Testing: on held-out rows only, rows that occur in no training batch: per length, the
-  first 200 such rows from a generator of their own (as week2/12 picks its held-out
-  strings); for up to 4 digits the candidates are every possible row, shuffled.
-  Training shows all 100 rows of 2 digits, so none is held out and that length is not
-  scored; of the 1,000 rows of 3 digits it leaves only a few (76 with seed 42, 7 to 120
-  with seeds 0 to 9), all of which are tested; 4 digits and longer have their 200. The
-  model writes alone, fed its own previous guess. Score: the share of digits copied to
-  the right place; "short rows" pools every digit of the held-out rows of up to 4
-  digits, "long rows" those of the three longest lengths.
-- Portability: training takes a different path on each CPU and kernel setting (here each
-  of the four settings below gave other exact numbers than the plain run, for every
-  seed), so the accuracies move in the second or third decimal. The default output says
-  only which band each accuracy is in (above 0.90, 0.60 to 0.90, below 0.60). Measured,
-  seeds 0 to 9 and 42, each plain and under ATEN_CPU_CAPABILITY=default,
-  MKL_CBWR=COMPATIBLE, MKL_CBWR=AVX2 with ATEN_CPU_CAPABILITY=default, and
-  OMP_NUM_THREADS=1 MKL_NUM_THREADS=1 (55 runs, on a 2-core Intel AVX-512 CPU):
-  fixed-context 0.973 to 1.000 on the short held-out rows and 0.474 to 0.504 on 10-12
-  digits; attention 1.000 and 0.960 to 0.994. Every band held with a margin of at least
-  0.060, and each seed printed the same bytes under all five settings. --table prints the
-  exact numbers.
-- The alignment table (each row a softmax, so it sums to 1) is soft: in the example's
-  table the weight on the digit being copied was 0.30 to 0.82 (55 runs), the rest sitting
-  on its neighbours. For that example (2 7 1 8 5 0 9 4) one row's biggest weight landed
-  one place to the left with 3 of the 11 seeds (under every setting), so its table is
-  printed only with --table (and drawn in the figure). The default prints what held on
-  every trajectory: over the 200 held-out 8-digit rows, the biggest weight of a writing
-  step sits on the digit it copies in at least 80% of the steps (0.883 to 0.963
-  measured). With --look-back last the attention model may see only h_T: it is the
-  fixed-context model again (up to rounding), and both of its lines turn.
-- Exit status 0 whatever the verdicts: the knobs are there to make them turn.
+Two GRU encoder-decoders of the same size learn to copy rows of 2 to 12 digits, from the
+same starting weights on the same rows; they differ only in c_t. Prints, on held-out rows
+(never trained on): the share of digits each copies right (bands, short and long rows) and a
+verdict per section; section 1's finer claims (c is all the fixed-context decoder knows; more
+detail strains c; a strain, not a law: the fall length by length); section 2's alignment
+tables (rows sum to 1; the biggest weight on the digit copied, yet soft). Saves a figure.
+Setup (the page gives none): n = 48 numbers in c, in every h_i and in s; 300 steps of Adam on
+128 rows of one length a step; a one-way encoder, so the digit to copy sits in one h_i.
+Notes: week1/NOTES.md, section 09.
 """
 import sys
+from itertools import pairwise
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common.cli import SEED, at_defaults, int_range, lesson_parser, png_path
+from common import REPO_ROOT, run
+from common.cli import SEED, int_range, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, TrainingWindow, View, add_live, need_window, show
+from common.live import Blit, TrainingWindow, View, show
 from common.progress import Progress
+from common.records import band, check, said
 
 import numpy as np
 import torch
@@ -118,41 +39,7 @@ import torch.nn.functional as F
 DIGITS = 10  # the words are the digits 0..9
 START = DIGITS  # the decoder's first input, "start writing": an 11th input word
 EMBED = 16  # numbers per digit vector
-BATCH = 128  # rows per training step, all of one length
-LR = 0.02  # Adam's learning rate at the first step; it falls linearly to 0
-CLIP = 1.0  # largest gradient norm
-MIN_LEN = 2
-TEST_ROWS = 200  # held-out rows per length, at most
-LISTED = 10_000  # lengths with at most this many possible rows: every one is a test candidate
-SHORT = 4  # "short rows": held-out rows of up to 4 digits; "long rows": the three longest lengths
-HIGH, LOW = 0.90, 0.60  # the bands: above HIGH, LOW to HIGH, below LOW
-ALIGNED = 0.80  # share of writing steps whose biggest weight must be on the digit copied
-EXAMPLE = [2, 7, 1, 8, 5, 0, 9, 4]
-MODELS = (("fixed-context", False), ("attention", True))  # (name, does it look back?)
-DEFAULTS = {"hidden": 48, "max_len": 12, "steps": 300}
-WORK_LIMIT = 20_000  # the largest work() allowed: about 4 times the defaults' training
-# Its pixels depend on the training trajectory, so on the CPU: a default run writes it to the
-# git-ignored build/; the committed copy is made with --figure week1/figures/<same name>.
-FIGURE = Path(__file__).resolve().parents[1] / "build" / "figures" / "week1" / "bottleneck_accuracy_by_length.png"
-
-
-def build(hidden, seed):
-    """Both models' weights; the fixed-context model never uses model["attention"]."""
-    torch.manual_seed(seed)
-    model = nn.ModuleDict({
-        "source_embed": nn.Embedding(DIGITS, EMBED),
-        "target_embed": nn.Embedding(DIGITS + 1, EMBED),  # + the START word
-        "encoder": nn.GRU(EMBED, hidden, batch_first=True),
-        "decoder": nn.GRUCell(EMBED + hidden, hidden),
-        "out": nn.Linear(2 * hidden, DIGITS),  # [s_t, c_t] -> a score per digit
-    })
-    scale = hidden**-0.5  # keeps s W_a and h_i U_a near size 1 at the start
-    model["attention"] = nn.ParameterDict({
-        "W_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
-        "U_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
-        "v_a": nn.Parameter(scale * torch.randn(hidden)),
-    })
-    return model
+HIDDEN = 48  # n: the numbers in c, in every h_i and in s
 
 
 def additive_scores(s, HU_a, W_a, v_a):
@@ -160,27 +47,18 @@ def additive_scores(s, HU_a, W_a, v_a):
     return torch.tanh((s @ W_a)[:, None, :] + HU_a) @ v_a  # [B, 1, n_a] + [B, T, n_a]; then [B, T]
 
 
-def fixed_context_decoder(cell, fed, c):
-    """The fixed-context decoder fed the true previous digits (teacher forcing), all T steps in
-    one call: s_t = GRUCell([y_(t-1), c], s_(t-1)) from s_0 = c, run by torch's own GRU loop
-    with the cell's weights. Returns what the output layer reads, [s_t, c] for every t: [B, T, 2n].
-    Speed: every input is known in advance (c never changes), so torch computes their part of
-    the gates for all steps at once, and the loop runs without Python (7 to 12% off this model's training)."""
-    C = c[:, None].expand(-1, fed.shape[1], -1)  # [B, T, n]: the same c at every step
-    S, _ = torch.gru(torch.cat([fed, C], dim=-1), c[None], [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
-                     has_biases=True, num_layers=1, dropout=0.0, train=True, bidirectional=False,
-                     batch_first=True)  # [B, T, n]: s_1..s_T
-    return torch.cat([S, C], dim=-1)
+def encode(model, x):
+    """The encoder's states h_1..h_T for the rows x [B, T]: [B, T, n]."""
+    return model["encoder"](model["source_embed"](x))[0]
 
 
-def run(model, x, y_in, attention, look_back="all"):
-    """Read the rows x [B, T] and write T digits, fed y_in [B, T] (teacher forcing) or,
+def decode(model, H, y_in, attention, look_back="all"):
+    """Write T digits from the encoder states H [B, T, n], fed y_in [B, T] (teacher forcing) or,
     if y_in is None, its own previous guesses. Returns scores [B, T, DIGITS] and, for the
     attention model, the alignment tables alpha [B, T_target, T_source]."""
-    H, _ = model["encoder"](model["source_embed"](x))  # [B, T, n]: h_1..h_T
     c = H[:, -1]  # [B, n]: the encoder's last state, the fixed-size summary
     s = c  # s_0: both decoders start from the summary
-    B, T = x.shape
+    B, T = H.shape[:2]
     if attention:
         p = model["attention"]
         HU_a = H @ p["U_a"]  # [B, T, n_a]: the h_i U_a half of every score, the same at each step
@@ -211,6 +89,57 @@ def run(model, x, y_in, attention, look_back="all"):
     return scores, (torch.stack(alphas, 1) if attention else None)
 
 
+def translate(model, x, y_in, attention, look_back="all"):
+    """Read the rows x [B, T] and write T digits: decode(encode(x)), with decode's returns."""
+    return decode(model, encode(model, x), y_in, attention, look_back)
+
+
+def build(hidden, seed):
+    """Both models' weights; the fixed-context model never uses model["attention"]."""
+    torch.manual_seed(seed)
+    model = nn.ModuleDict({
+        "source_embed": nn.Embedding(DIGITS, EMBED),
+        "target_embed": nn.Embedding(DIGITS + 1, EMBED),  # + the START word
+        "encoder": nn.GRU(EMBED, hidden, batch_first=True),
+        "decoder": nn.GRUCell(EMBED + hidden, hidden),
+        "out": nn.Linear(2 * hidden, DIGITS),  # [s_t, c_t] -> a score per digit
+    })
+    scale = hidden**-0.5  # keeps s W_a and h_i U_a near size 1 at the start
+    model["attention"] = nn.ParameterDict({
+        "W_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
+        "U_a": nn.Parameter(scale * torch.randn(hidden, hidden)),
+        "v_a": nn.Parameter(scale * torch.randn(hidden)),
+    })
+    return model
+
+
+def fixed_context_decoder(cell, fed, c):
+    """The fixed-context decoder fed the true previous digits (teacher forcing), all T steps in
+    one call: s_t = GRUCell([y_(t-1), c], s_(t-1)) from s_0 = c, run by torch's own GRU loop
+    with the cell's weights. Returns what the output layer reads, [s_t, c] for every t: [B, T, 2n].
+    Speed: every input is known in advance (c never changes), so torch computes their part of
+    the gates for all steps at once, and the loop runs without Python (7 to 12% off this model's training)."""
+    C = c[:, None].expand(-1, fed.shape[1], -1)  # [B, T, n]: the same c at every step
+    S, _ = torch.gru(torch.cat([fed, C], dim=-1), c[None], [cell.weight_ih, cell.weight_hh, cell.bias_ih, cell.bias_hh],
+                     has_biases=True, num_layers=1, dropout=0.0, train=True, bidirectional=False,
+                     batch_first=True)  # [B, T, n]: s_1..s_T
+    return torch.cat([S, C], dim=-1)
+
+
+# ---------------------------------------------------------------- training, and the held-out rows
+
+MIN_LEN = 2  # shortest row, in digits
+MAX_LEN = 12  # longest row, in digits
+STEPS = 300  # training steps per model
+BATCH = 128  # rows per training step, all of one length
+LR = 0.02  # Adam's learning rate at the first step; it falls linearly to 0
+CLIP = 1.0  # largest gradient norm
+TEST_ROWS = 200  # held-out rows per length, at most
+FEW = 2  # rows with less detail: each drawn from this many of the 10 digits
+LISTED = 10_000  # lengths with at most this many possible rows: every one is a test candidate
+MODELS = (("fixed-context", False), ("attention", True))  # (name, does it look back?)
+
+
 def as_one_vector(params):
     """The tensors `params` as one vector w, and their gradients as one vector g: each becomes
     a view into w, its .grad a view into g, and backward() adds into g. (Speed: Adam treats every
@@ -229,7 +158,8 @@ def as_one_vector(params):
 def adam_step(w, g, moments, step, lr, beta1=0.9, beta2=0.999, eps=1e-8):
     """One Adam update of the weights w given their gradients g, as torch.optim.Adam does it
     (written out: importing torch.optim costs most of a second here). moments: the running
-    averages (m, v) of g and of g^2, weight by weight."""
+    averages (m, v) of g and of g^2, weight by weight. Not common.blocks.adam_step: its m.lerp_
+    rounds otherwise, which moves --table's exact numbers (week1/NOTES.md, section 09)."""
     m, v = moments
     m.mul_(beta1).add_(g, alpha=1 - beta1)  # average gradient
     v.mul_(beta2).addcmul_(g, g, value=1 - beta2)  # average squared gradient
@@ -247,7 +177,7 @@ def train(model, attention, batches, look_back="all", watch=None):
     steps, losses = len(batches), []
     for step, x in enumerate(batches, start=1):
         y_in = torch.cat([torch.full((len(x), 1), START), x[:, :-1]], dim=1)  # START, then the row shifted
-        logits, _ = run(model, x, y_in, attention, look_back)
+        logits, _ = translate(model, x, y_in, attention, look_back)
         loss = F.cross_entropy(logits.reshape(-1, DIGITS), x.reshape(-1))
         g.zero_()
         loss.backward()
@@ -261,11 +191,12 @@ def train(model, attention, batches, look_back="all", watch=None):
 
 def training_and_test_rows(seed, max_len, steps):
     """The training batches (one length per step, drawn from MIN_LEN..max_len; BATCH rows
-    each), and the held-out test rows {length: rows [N, length]}: up to TEST_ROWS different
-    rows that occur in no training batch, the first ones from a generator of their own (for
-    a length with at most LISTED possible rows, every one of them in a shuffled order).
-    A length whose every row was trained on gets no entry."""
-    train_rng, test_rng = np.random.default_rng(seed).spawn(2)  # two independent streams of rows
+    each), the held-out test rows {length: rows [N, length]}, and held-out rows of max_len
+    digits with less detail, each drawn from FEW of the 10 digits (a set picked per row).
+    Held out: up to TEST_ROWS different rows that occur in no training batch, the first ones
+    from a generator of their own (for a length with at most LISTED possible rows, every one
+    of them in a shuffled order). A length whose every row was trained on gets no entry."""
+    train_rng, test_rng, few_rng = np.random.default_rng(seed).spawn(3)  # independent streams of rows
     lengths = train_rng.integers(MIN_LEN, max_len + 1, size=steps)  # one length per training step
     batches = [train_rng.integers(0, DIGITS, size=(BATCH, T), dtype=np.int64) for T in lengths]
     trained = {row.tobytes() for x in batches for row in x}
@@ -276,15 +207,25 @@ def training_and_test_rows(seed, max_len, steps):
             candidates = test_rng.permutation(DIGITS**T).astype(np.int64)[:, None] // place % DIGITS
         else:  # too many to list: random rows (a few may repeat)
             candidates = test_rng.integers(0, DIGITS, size=(20 * TEST_ROWS, T), dtype=np.int64)
-        held = {}  # the rows kept, keyed by their bytes so that each is kept once
-        for row in candidates:
-            if row.tobytes() not in trained:
-                held.setdefault(row.tobytes(), row)
-                if len(held) == TEST_ROWS:
-                    break
-        if held:
-            tests[T] = torch.from_numpy(np.stack(list(held.values())))
-    return [torch.from_numpy(x) for x in batches], tests
+        held = first_unseen(candidates, trained)
+        if held is not None:
+            tests[T] = held
+    digits = few_rng.random((20 * TEST_ROWS, DIGITS)).argsort(1)[:, :FEW]  # [N, FEW]: each row's own digits
+    places = few_rng.integers(0, FEW, size=(20 * TEST_ROWS, max_len))  # [N, max_len]: which one at each place
+    few = first_unseen(np.take_along_axis(digits, places, axis=1).astype(np.int64), trained)
+    return [torch.from_numpy(x) for x in batches], tests, few
+
+
+def first_unseen(candidates, trained):
+    """The first TEST_ROWS different rows of candidates [N, T] that are not in trained (a set
+    of rows as bytes), as a tensor [<= TEST_ROWS, T]; None if there are none."""
+    held = {}  # the rows kept, keyed by their bytes so that each is kept once
+    for row in candidates:
+        if row.tobytes() not in trained:
+            held.setdefault(row.tobytes(), row)
+            if len(held) == TEST_ROWS:
+                break
+    return torch.from_numpy(np.stack(list(held.values()))) if held else None
 
 
 def accuracy_by_length(model, attention, tests, look_back="all"):
@@ -293,22 +234,28 @@ def accuracy_by_length(model, attention, tests, look_back="all"):
     accuracy, alpha8 = {}, None
     with torch.no_grad():
         for T, x in tests.items():
-            logits, alpha = run(model, x, None, attention, look_back)
-            accuracy[T] = (logits.argmax(-1) == x).double().mean().item()
+            logits, alpha = translate(model, x, None, attention, look_back)
+            accuracy[T] = copied(logits, x)
             if T == len(EXAMPLE):
                 alpha8 = alpha
     return accuracy, alpha8
 
 
+def copied(logits, x):
+    """The share of the digits of the rows x [N, T] that scores logits [N, T, DIGITS] write right."""
+    return (logits.argmax(-1) == x).double().mean().item()
+
+
 def experiment(hidden, max_len, steps, seed, look_back="all", window=None):
-    """Train both models on the same rows and test them on the same held-out rows. Returns
-    {model name: {length: accuracy}}, the test rows, the attention model's alignment tables
-    for the 8-digit test rows [N, 8, 8] and for EXAMPLE [8, 8]. window: a TrainingWindow
-    (--live) that watches each training as it goes."""
-    batches, tests = training_and_test_rows(seed, max_len, steps)
-    accuracy = {}
+    """Train both models on the same rows and test them on the same held-out rows. Returns a
+    dict: "models" {name: trained model}, "accuracy" {name: {length: accuracy}}, "tests" (the
+    held-out rows), "few" (the rows of FEW digits), the attention model's alignment tables
+    "alpha8" for the 8-digit test rows [N, 8, 8] and "example_alpha" for EXAMPLE [8, 8].
+    window: a TrainingWindow (--live) that watches each training as it goes."""
+    batches, tests, few = training_and_test_rows(seed, max_len, steps)
+    out = {"models": {}, "accuracy": {}, "tests": tests, "few": few}
     for name, attention in MODELS:
-        model = build(hidden, seed)
+        model = out["models"][name] = build(hidden, seed)
         with Progress(f"training the {name} model: step", steps) as progress:
             def watch(step, losses, model, name=name, attention=attention):
                 progress.update(step)
@@ -316,21 +263,25 @@ def experiment(hidden, max_len, steps, seed, look_back="all", window=None):
                     window.watch(name, attention, step, losses, model, last=step == steps)
 
             train(model, attention, batches, look_back, watch=watch)
-        accuracy[name], alpha8 = accuracy_by_length(model, attention, tests, look_back)
+        out["accuracy"][name], out["alpha8"] = accuracy_by_length(model, attention, tests, look_back)
     with torch.no_grad():  # model is now the trained attention model
-        _, example_alpha = run(model, torch.tensor([EXAMPLE]), None, True, look_back)
-    return accuracy, tests, alpha8, example_alpha[0].numpy()
+        _, example_alpha = translate(model, torch.tensor([EXAMPLE]), None, True, look_back)
+    out["example_alpha"] = example_alpha[0].numpy()
+    return out
 
 
-def work(sizes):
-    """The training's cost in units: measured, its time grows about like steps x max_len x
-    max(1, hidden / 32) (fixed costs per operation dominate below a width of about 32)."""
-    return sizes["steps"] * sizes["max_len"] * max(1, sizes["hidden"] / 32)
+# ---------------------------------------------------------------- what the two models learned
 
-
-def band(value):
-    """Which band an accuracy is in: the only form of it that every CPU prints alike."""
-    return f"above {HIGH:.2f}" if value > HIGH else f"below {LOW:.2f}" if value < LOW else f"{LOW:.2f} to {HIGH:.2f}"
+SHORT = 4  # "short rows": held-out rows of up to 4 digits; "long rows": the three longest lengths
+HIGH, LOW = 0.90, 0.60  # the bands: above HIGH, LOW to HIGH, below LOW
+ALIGNED = 0.80  # share of writing steps whose biggest weight must be on the digit copied
+SUMS_TO_1 = 5e-7  # a row "sums to 1" within this (it prints as 1.000000; float32 rounding is about 1e-7)
+SOFT = 0.90  # a soft alignment: the weight on the digit copied is below this in most of those steps
+MOST = 0.5  # "most": more than this share
+CHANGED = 0.5  # the attention model reads the earlier states: more than this share of its digits change
+DETAIL_GAP = 0.05  # more detail strains c: the rows of FEW digits get at least this much more right
+ONE_STEP = 0.5  # a law would break at one length: one step to the next length taking this much of the fall
+EXAMPLE = [2, 7, 1, 8, 5, 0, 9, 4]  # the row whose alignment table --table prints and the figure draws
 
 
 def short_and_long(accuracy, rows):
@@ -345,14 +296,300 @@ def short_and_long(accuracy, rows):
     return groups, {name: tuple(pooled(acc, group) for group in groups) for name, acc in accuracy.items()}
 
 
+def with_other_earlier_states(model, attention, x, look_back="all", decode=decode):
+    """Which digits written change [N, T] when each row of x [N, T] is decoded from the earlier
+    encoder states h_1..h_(T-1) of another row (the one before it) and its own h_T = c."""
+    with torch.no_grad():
+        H = encode(model, x)  # [N, T, n]
+        other = torch.cat([H.roll(1, 0)[:, :-1], H[:, -1:]], dim=1)  # [N, T, n]: c kept, the rest swapped
+        own, swapped = (decode(model, states, None, attention, look_back)[0].argmax(-1) for states in (H, other))
+    return own != swapped
+
+
+def only_through_c(changed):
+    """Section 1's bottleneck: the fixed-context decoder writes the same digits when only its
+    earlier states change (c is all it knows), while the attention decoder, which reads
+    them, changes more than CHANGED of its digits. changed: {name: [N, T] bool}."""
+    return not changed["fixed-context"].any().item() and changed["attention"].double().mean().item() > CHANGED
+
+
+def strains_with_detail(few, every):
+    """Detail-rich rows strain c: rows drawn from FEW digits get at least DETAIL_GAP more of
+    their digits copied right than rows drawn from all 10, at the same length."""
+    return round(few - every, 9) >= DETAIL_GAP  # (rounded: 0.50 - 0.45 is 0.04999... in floating point)
+
+
+def largest_step(accuracy):
+    """The largest fall from one length to the next, as a share of the whole fall (the
+    highest accuracy less the lowest); accuracy {length: share right}, lengths in order."""
+    values = list(accuracy.values())
+    fall = max(values) - min(values)
+    return max(a - b for a, b in pairwise(values)) / fall if fall > 0 else 0.0
+
+
 def share_on_copied_digit(alpha):
     """Share of writing steps whose biggest weight is on the digit being copied (the
     diagonal, since step t copies digit t), for alignment tables alpha [rows, T, T]."""
     return (alpha.argmax(-1) == torch.arange(alpha.shape[-1])).double().mean().item()
 
 
+def soft_share(alpha):
+    """Of the writing steps whose biggest weight is on the digit copied, the share where that
+    weight is below SOFT (0 if there are none); alpha [rows, T, T]."""
+    on = alpha.argmax(-1) == torch.arange(alpha.shape[-1])  # [rows, T]
+    weight = alpha.diagonal(dim1=1, dim2=2)  # [rows, T]: the weight on the digit copied
+    return (weight[on] < SOFT).double().mean().item() if on.any() else 0.0
+
+
+def lesson(args, window=None):
+    """Both models trained and tested; prints section 1, then section 2. window: the --live
+    TrainingWindow, if any. Returns what the figure draws."""
+    torch.set_num_threads(1)  # tiny matrices: two threads were slower here, and make check runs a
+    #                           second script beside this one
+    n = args.hidden
+    look = "every encoder state h_i" if args.look_back == "all" else "the last encoder state only"
+    print(f"Copying rows of {MIN_LEN} to {args.max_len} digits: two GRU encoder-decoders (networks that read, "
+          "then write,")
+    print(f"one digit at a time), both of size n = {n}, trained for {args.steps} steps on the same batches "
+          f"of {BATCH} rows")
+    print("  (the encoder reads a row into states h_1..h_T, a list of n numbers after each digit read;")
+    print("  the decoder writes the row out again, digit by digit)")
+    print(f"  fixed-context: the decoder gets only c = h_T, the encoder's last state: one note of {n} numbers")
+    print(f"  attention: the decoder also looks back at {look}, giving each a score")
+    print("  e = v_a . tanh(s W_a + h_i U_a): how useful h_i is now, given s, the decoder's own state")
+    result = experiment(n, args.max_len, args.steps, args.seed, args.look_back, window)
+    accuracy, tests, models = result["accuracy"], result["tests"], result["models"]
+    rows = {T: len(x) for T, x in tests.items()}
+    show_accuracy(accuracy, rows, args)
+    show_only_through_c(models, tests[len(EXAMPLE)], args.look_back, args.table)
+    show_detail(models["fixed-context"], result["few"], tests[args.max_len], args.table)
+    show_strain_not_law(accuracy, rows, args.table)
+    show_alignment(result["alpha8"], result["example_alpha"], rows, args.table)
+    print(save_figure(make_figure(accuracy, rows, result["example_alpha"], args.max_len),
+                      figure_path(args, FIGURE)))
+    # The fixed-context decoder must pull every digit out of one vector of n numbers, and
+    # the longer the row, the more it loses; the attention decoder reads each digit where it is.
+    return accuracy, rows, result["example_alpha"]
+
+
+def show_accuracy(accuracy, rows, args):
+    """Section 1 and section 2's claim: the bands on short and long held-out rows, and the verdicts."""
+    (short_lengths, long_lengths), summary = short_and_long(accuracy, rows)
+    print(f"\nShare of digits copied right on held-out rows, never trained on (guessing gets {1 / DIGITS:.2f}):")
+    print(f"  {'':14} {span(short_lengths):14} {span(long_lengths)}")
+    for name, (short, long) in summary.items():
+        attention = name == "attention"
+        check(f"{name}: share of digits copied right, short and long rows",
+              f"  {name:14} {band(short, LOW, HIGH):14} {band(long, LOW, HIGH)}",
+              short > HIGH and (long > HIGH if attention else long < LOW), value=f"short {short:.4f}, long {long:.4f}",
+              threshold=f"short rows above {HIGH:.2f}, long rows " + (f"above {HIGH:.2f}" if attention else
+                                                                      f"below {LOW:.2f}"))
+    exceptions = held_out_exceptions(rows, args.max_len)
+    print(f"  held out: {TEST_ROWS} rows per length" + (", except:" if exceptions else ""))
+    for line in exceptions:
+        print(f"    {line}")
+    print("  (bands, not numbers: training runs a little differently on each CPU; --table shows the numbers)")
+    if args.table:
+        print("  digits  rows  fixed-context  attention")
+        for T in rows:
+            print(f"  {T:6d}  {rows[T]:4d}  {accuracy['fixed-context'][T]:13.3f}  {accuracy['attention'][T]:9.3f}")
+    short, long = summary["fixed-context"]
+    if short > HIGH and LOW <= long <= HIGH:  # strained, not broken: the page's note (e.g. --max-len 8)
+        check("fixed-context strained, not broken",
+              f"Verdict (section 1): fixed-context falls from above {HIGH:.2f} only to {band(long, LOW, HIGH)} "
+              f"on rows of up to {args.max_len} digits:\n  strained, not broken, as the page's note says (a "
+              "strain, not a law)", True, value=f"short {short:.4f}, long {long:.4f}",
+              threshold=f"short rows above {HIGH:.2f}, long rows {LOW:.2f} to {HIGH:.2f}")
+    else:
+        falls = short > HIGH and long < LOW
+        check("fixed-context falls off as rows grow",
+              f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
+              f"{HIGH:.2f} to below {LOW:.2f} as rows grow: {said(falls)}", falls,
+              value=f"short {short:.4f}, long {long:.4f}",
+              threshold=f"short rows above {HIGH:.2f}, long rows below {LOW:.2f}")
+    holds = summary["attention"][1] > HIGH
+    check("attention stays high on the longest rows",
+          f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
+          f"on the longest rows: {said(holds)}", holds,
+          value=summary["attention"][1], threshold=f"long rows above {HIGH:.2f}")
+
+
+def show_only_through_c(models, x, look_back, table):
+    """Section 1's sticky note: c is all the fixed-context decoder knows of the row."""
+    N, T = x.shape
+    print(f"\nSection 1: \"whatever fits on the note is all the decoder ever knows\". The {N} held-out "
+          f"{T}-digit rows\nagain, each with its earlier encoder states h_1..h_{T - 1} swapped for another "
+          f"row's, and h_{T} = c kept:")
+    changed = {name: with_other_earlier_states(models[name], attention, x, look_back)
+               for name, attention in MODELS}
+    n_fixed, share = int(changed["fixed-context"].sum()), changed["attention"].double().mean().item()
+    print(f"  fixed-context: digits written that changed: {n_fixed:,} of {x.numel():,}")
+    print(f"  attention:     digits written that changed: {'more than' if share > CHANGED else 'at most'} "
+          f"{CHANGED:.0%} of the {x.numel():,}" + (f" (exactly {share:.3f})" if table else ""))
+    holds = only_through_c(changed)
+    check("the fixed-context decoder knows the row only through c",
+          f"Verdict (section 1): the fixed-context decoder knows the row only through c; the attention one\n"
+          f"  reads the other states too: {said(holds)}", holds,
+          value=f"fixed-context {n_fixed} of {x.numel()} changed, attention {share:.4f}",
+          threshold=f"fixed-context: no digit changes; attention: more than {CHANGED:.0%} change")
+
+
+def show_detail(model, few, every, table):
+    """Section 1's bottleneck, the other way to strain c: more detail at the same length."""
+    T = every.shape[1]
+    with torch.no_grad():
+        right = {kind: copied(translate(model, x, None, False)[0], x) for kind, x in (("few", few), ("all", every))}
+    print(f"\nSection 1: \"long or detail-rich inputs strain it\": more detail at one length. The "
+          f"fixed-context\nmodel on {len(few)} held-out rows of {T} digits drawn from {FEW} digits each ({FEW} picked "
+          f"per row), and on\nits {len(every)} rows drawn from all {DIGITS}.")
+    if table:
+        print(f"  (exactly {right['few']:.3f} and {right['all']:.3f} of their digits copied right)")
+    holds = strains_with_detail(right["few"], right["all"])
+    check("detail-rich rows strain c",
+          f"Verdict (section 1): more detail strains the note: rows of {FEW} digits get more of their digits\n"
+          f"  copied right, by {DETAIL_GAP:.2f} or more: {said(holds)}", holds,
+          value=f"{FEW} digits {right['few']:.4f}, all {DIGITS} {right['all']:.4f}",
+          threshold=f"the rows of {FEW} digits at least {DETAIL_GAP:.2f} more right")
+
+
+def show_strain_not_law(accuracy, rows, table):
+    """Section 1's note: a strain, not a law. The fixed-context model length by length."""
+    fixed = accuracy["fixed-context"]
+    print("\nSection 1's note, \"a strain, not a law\": the fixed-context model length by length, on held-out "
+          "rows:")
+    stretches = []  # (band, first length, last length), lengths in order
+    for T, share in fixed.items():
+        if stretches and stretches[-1][0] == band(share, LOW, HIGH):
+            stretches[-1][2] = T
+        else:
+            stretches.append([band(share, LOW, HIGH), T, T])
+    check("the fixed-context model length by length", "  " + ", ".join(
+          f"{words} at {span([first, last] if last > first else [first])}" for words, first, last in stretches),
+          None, value=" ".join(f"{T}:{share:.4f}" for T, share in fixed.items()),
+          threshold=f"bands: above {HIGH:.2f}, {LOW:.2f} to {HIGH:.2f}, below {LOW:.2f}")
+    step = largest_step(fixed)
+    gradual = step < ONE_STEP
+    check("the fixed-context model breaks at no one length",
+          f"  it breaks at no one length: no step to the next length takes {ONE_STEP:.0%} of its whole fall: "
+          f"{'yes' if gradual else 'no'}", gradual, value=step,
+          threshold=f"every step to the next length less than {ONE_STEP:.0%} of the whole fall")
+    if table:
+        print(f"  (the largest step: exactly {step:.3f} of the fall)")
+    long = short_and_long(accuracy, rows)[1]["attention"][1]
+    holds = gradual and long > HIGH
+    check("a strain, not a law",
+          "Verdict (section 1, note): a strain, not a law (the fixed-context model falls length by length;\n"
+          f"  the attention model stays above {HIGH:.2f} on the longest rows): {said(holds)}", holds,
+          value=f"largest step {step:.4f} of the fall; attention {long:.4f} on the longest rows",
+          threshold=f"every step less than {ONE_STEP:.0%} of the fall; attention above {HIGH:.2f} on the longest rows")
+
+
+def show_alignment(alpha8, example_alpha, rows, table):
+    """Section 2's alignment tables: every row sums to 1; where each writing step looks hardest,
+    and how hard."""
+    print("\nWhere the attention model looks: section 2's alignment tables [T_target, T_source],")
+    print(f"one row per digit written, one column per digit read; {rows[len(EXAMPLE)]} held-out "
+          f"{len(EXAMPLE)}-digit rows")
+    sums = alpha8.double().sum(-1)  # [rows, T]: the sum of each row of every table
+    print("  each row is a softmax (scores turned into shares), so it sums to 1:")
+    low, high = sums.min().item(), sums.max().item()
+    check("every row of the alignment tables sums to 1",
+          f"  the {sums.numel():,} rows here sum to between {low:.6f} and {high:.6f}",
+          max(abs(low - 1), abs(high - 1)) < SUMS_TO_1, value=f"{low:.9f} to {high:.9f}",
+          threshold=f"every row within {SUMS_TO_1:g} of 1")
+    on_digit = share_on_copied_digit(alpha8)
+    check("the biggest weight is on the digit copied",
+          f"  a writing step looks hardest at the very digit it copies, in at least {ALIGNED:.0%} of the steps: "
+          f"{'yes' if on_digit >= ALIGNED else 'no'}", on_digit >= ALIGNED, value=on_digit,
+          threshold=f"at least {ALIGNED:.0%} of the writing steps")
+    soft = soft_share(alpha8)
+    check("the weight on the digit copied is soft",
+          f"  and in most of those steps (more than {MOST:.0%}) its weight there is below {SOFT:.2f}: "
+          f"{'yes' if soft > MOST else 'no'}", soft > MOST, value=soft,
+          threshold=f"below {SOFT:.2f} in more than {MOST:.0%} of the steps that look hardest at it")
+    if table:
+        print(f"  (exactly {on_digit:.3f} of them, and {soft:.3f} of those)")
+        print(f"  the table for the row {' '.join(map(str, EXAMPLE))}:")
+        print("           reads " + "    ".join(map(str, EXAMPLE)))
+        for digit, row in zip(EXAMPLE, example_alpha, strict=True):
+            print(f"    writes {digit}:  " + " ".join(f"{a:.2f}" for a in row))
+    holds = on_digit >= ALIGNED and soft > MOST
+    check("a weight is a learned soft alignment",
+          "Verdict (section 2, Mistakes): a weight is a learned soft alignment: it finds the digit, but shares\n"
+          f"  the row with others: {said(holds)}", holds, value=f"{on_digit:.4f}, {soft:.4f}",
+          threshold=f"biggest weight on the digit copied in at least {ALIGNED:.0%} of the steps, below {SOFT:.2f} "
+          f"in more than {MOST:.0%} of those")
+
+
+# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
+
+def held_out_exceptions(rows, max_len):
+    """The lengths with fewer than TEST_ROWS held-out rows, in words: only short ones, whose
+    rows are all listed."""
+    lines = []
+    for T in range(MIN_LEN, max_len + 1):
+        possible, kept = DIGITS**T, rows.get(T, 0)
+        if kept == 0:
+            lines.append(f"{T} digits: none, training showed all {possible:,}: rows of {T} digits are not scored")
+        elif kept == possible:
+            lines.append(f"{T} digits: all {possible:,} there are (training showed none of them)")
+        elif kept < TEST_ROWS:
+            lines.append(f"{T} digits: only {kept}, training showed the other {possible - kept:,} of the {possible:,}")
+    return lines
+
+
 def span(lengths):
     return f"{lengths[0]}-{lengths[-1]} digits" if len(lengths) > 1 else f"{lengths[0]} digits"
+
+
+def work(steps, max_len, hidden):
+    """The training's cost in units: measured, its time grows about like steps x max_len x
+    max(1, hidden / 32) (fixed costs per operation dominate below a width of about 32)."""
+    return steps * max_len * max(1, hidden / 32)
+
+
+WORK_LIMIT = 20_000  # the largest work() allowed: about 4 times the defaults' training
+DESCRIPTION = ("Fixed-context vs attention encoder-decoders on rows of digits of growing length (Week 1, sections 1 "
+               "and 2).\nTraining runs a little differently on each CPU, so a default run prints accuracy bands and "
+               "verdicts; --table adds the exact numbers.\nSizes: --steps x --max-len x max(1, --hidden / 32) may be "
+               f"at most {WORK_LIMIT:,} (the defaults: {work(STEPS, MAX_LEN, HIDDEN):,.0f}).")
+KNOBS = [knob("--hidden", type=int_range(4, 96), default=HIDDEN,
+              help="n, the size of the summary c, of each h_i and of s; measured, each doubling of n lifts the "
+              "fixed-context model's share of the long rows' digits by only about 0.1 (0.47 to 0.50 at 48, 0.57 "
+              "to 0.63 at 96), far below the attention model's"),
+         knob("--max-len", type=int_range(8, 32), default=MAX_LEN, help="longest row, in digits"),
+         knob("--steps", type=int_range(1, 1000), default=STEPS,
+              help="training steps per model; more lift the fixed-context model's long rows too (measured, seed "
+              "42: 0.50 at 300, 0.63 at 600, 0.73 at 1,000)"),
+         knob("--seed", type=SEED, default=42, help="seed of the weights and of the rows"),
+         knob("--look-back", choices=["all", "last"], default="all",
+              help="which encoder states the attention model may look at"),
+         knob("--table", action="store_true",
+              help="also print the exact accuracies and alignment (they vary slightly between CPUs)")]
+TRY_IT = [("--table", "the exact accuracy at every length and the example's alignment table"),
+          ("--max-len 8 --table", "rows of at most 8 digits: short enough for the one note, so the fixed-context "
+           "model does not fall below 0.60"),
+          ("--hidden 96 --table", "a note twice as wide: the fixed-context model copies about 0.1 more of the long "
+           "rows' digits (the verdict may turn, just), still far fewer than the attention model"),
+          ("--look-back last", "attention that may see only the last encoder state is the fixed context again: it "
+           "falls off too")]
+FIGURE_HELP = ("where to save the figure; a default run saves it under build/ (its pixels vary by CPU), the README's "
+               "copy is week1/figures/bottleneck_accuracy_by_length.png")
+LIVE = "watch both trainings: the losses and the alignment table redrawn as they learn, then the figure"
+# Its pixels depend on the training trajectory, so on the CPU: a default run writes it to the
+# git-ignored build/; the committed copy is made with --figure week1/figures/<same name>.
+FIGURE = REPO_ROOT / "build" / "figures" / "week1" / "bottleneck_accuracy_by_length.png"
+
+
+def limits(args):
+    """Too much training, in one line naming only the flags that would lower it; else None."""
+    cost = work(args.steps, args.max_len, args.hidden)
+    if cost <= WORK_LIMIT:
+        return None
+    lower = [flag for flag, can in (("--steps", args.steps > 1), ("--max-len", args.max_len > 8),
+                                    ("--hidden", args.hidden > 32)) if can]
+    return (f"--steps x --max-len x max(1, --hidden / 32) is {cost:,.0f}; the limit is {WORK_LIMIT:,} (about 4 "
+            f"times the default run's training): make {' or '.join(lower)} smaller")
 
 
 def make_figure(accuracy, rows, example_alpha, max_len):
@@ -406,7 +643,7 @@ def live_training(steps, look_back):
         loss_ax.set_title(f"the {name} model, step {step} of {steps}: loss {losses[-1]:.2f}")
         if attention:
             with torch.no_grad():
-                _, alpha = run(model, torch.tensor([EXAMPLE]), None, True, look_back)
+                _, alpha = translate(model, torch.tensor([EXAMPLE]), None, True, look_back)
             image.set_data(alpha[0].numpy())
             table_ax.set_title(f"its alignment table, step {step}")
 
@@ -414,121 +651,13 @@ def live_training(steps, look_back):
 
 
 def main():
-    parser = lesson_parser(__file__, "Fixed-context vs attention encoder-decoders on rows of digits of growing "
-                           "length (Week 1, sections 1 and 2).\nTraining runs a little differently on each CPU, "
-                           "so a default run prints accuracy bands and verdicts; --table adds the exact "
-                           f"numbers.\nSizes: --steps x --max-len x max(1, --hidden / 32) may be at most "
-                           f"{WORK_LIMIT:,} (the defaults: {work(DEFAULTS):,.0f}).", try_it=[
-                               ("--table", "the exact accuracy at every length and the example's alignment table"),
-                               ("--max-len 8 --table", "rows of at most 8 digits: short enough for the one note, "
-                                "so the fixed-context model does not fall below 0.60"),
-                               ("--hidden 96 --table", "a note twice as wide: the fixed-context model copies about "
-                                "0.1 more of the long rows' digits (the verdict may turn, just), still far fewer "
-                                "than the attention model"),
-                               ("--look-back last", "attention that may see only the last encoder state is the "
-                                "fixed context again: it falls off too")])
-    parser.add_argument("--hidden", type=int_range(4, 96), default=DEFAULTS["hidden"],
-                        help="n, the size of the summary c, of each h_i and of s; measured, each doubling of n "
-                        "lifts the fixed-context model's share of the long rows' digits by only about 0.1 (0.47 "
-                        "to 0.50 at 48, 0.57 to 0.63 at 96), far below the attention model's")
-    parser.add_argument("--max-len", type=int_range(8, 32), default=DEFAULTS["max_len"],
-                        help="longest row, in digits")
-    parser.add_argument("--steps", type=int_range(1, 1000), default=DEFAULTS["steps"],
-                        help="training steps per model; more lift the fixed-context model's long rows too "
-                        "(measured, seed 42: 0.50 at 300, 0.63 at 600, 0.73 at 1,000)")
-    parser.add_argument("--seed", type=SEED, default=42, help="seed of the weights and of the rows")
-    parser.add_argument("--look-back", choices=["all", "last"], default="all",
-                        help="which encoder states the attention model may look at")
-    parser.add_argument("--table", action="store_true",
-                        help="also print the exact accuracies and alignment (they vary slightly between CPUs)")
-    parser.add_argument("--figure", type=png_path, default=None,
-                        help="where to save the figure; a default run saves it under build/ (its pixels "
-                        "vary by CPU), the README's copy is week1/figures/bottleneck_accuracy_by_length.png")
-    add_live(parser, "watch both trainings: the losses and the alignment table redrawn as they learn, then the figure")
-    args = parser.parse_args()
-    if work(vars(args)) > WORK_LIMIT:
-        lower = [flag for flag, can in (("--steps", args.steps > 1), ("--max-len", args.max_len > 8),
-                                        ("--hidden", args.hidden > 32)) if can]  # what would lower it
-        parser.error(f"--steps x --max-len x max(1, --hidden / 32) is {work(vars(args)):,.0f}; the limit is "
-                     f"{WORK_LIMIT:,} (about 4 times the default run's training): make {' or '.join(lower)} "
-                     "smaller")
-    if args.live:
-        need_window(parser)
-    torch.set_num_threads(1)  # tiny matrices: two threads were slower here, and make check runs a
-    #                           second script beside this one
-
-    n = args.hidden
-    look = "every encoder state h_i" if args.look_back == "all" else "the last encoder state only"
-    print(f"Copying rows of {MIN_LEN} to {args.max_len} digits: two GRU encoder-decoders (networks that read, "
-          "then write,")
-    print(f"one digit at a time), both of size n = {n}, trained for {args.steps} steps on the same batches "
-          f"of {BATCH} rows")
-    print("  (the encoder reads a row into states h_1..h_T, a list of n numbers after each digit read;")
-    print("  the decoder writes the row out again, digit by digit)")
-    print(f"  fixed-context: the decoder gets only c = h_T, the encoder's last state: one note of {n} numbers")
-    print(f"  attention: the decoder also looks back at {look}, giving each a score")
-    print("  e = v_a . tanh(s W_a + h_i U_a): how useful h_i is now, given s, the decoder's own state")
+    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP, live=LIVE, limits=limits,
+                       print_only=("table",))
     window = TrainingWindow(live_training, args.steps, args.look_back) if args.live else None
-    accuracy, tests, alpha8, example_alpha = experiment(n, args.max_len, args.steps, args.seed, args.look_back,
-                                                        window)
-    rows = {T: len(x) for T, x in tests.items()}
-    (short_lengths, long_lengths), summary = short_and_long(accuracy, rows)
-
-    print(f"\nShare of digits copied right on held-out rows, never trained on (guessing gets {1 / DIGITS:.2f}):")
-    print(f"  {'':14} {span(short_lengths):14} {span(long_lengths)}")
-    for name, (short, long) in summary.items():
-        print(f"  {name:14} {band(short):14} {band(long)}")
-    exceptions = []  # lengths with fewer than TEST_ROWS held-out rows: only short ones, whose rows are all listed
-    for T in range(MIN_LEN, args.max_len + 1):
-        possible, kept = DIGITS**T, rows.get(T, 0)
-        if kept == 0:
-            exceptions.append(f"{T} digits: none, training showed all {possible:,}: rows of {T} digits are not scored")
-        elif kept == possible:
-            exceptions.append(f"{T} digits: all {possible:,} there are (training showed none of them)")
-        elif kept < TEST_ROWS:
-            exceptions.append(f"{T} digits: only {kept}, training showed the other {possible - kept:,} of the "
-                              f"{possible:,}")
-    print(f"  held out: {TEST_ROWS} rows per length" + (", except:" if exceptions else ""))
-    for line in exceptions:
-        print(f"    {line}")
-    print("  (bands, not numbers: training runs a little differently on each CPU; --table shows the numbers)")
-    if args.table:
-        print("  digits  rows  fixed-context  attention")
-        for T in rows:
-            print(f"  {T:6d}  {rows[T]:4d}  {accuracy['fixed-context'][T]:13.3f}  {accuracy['attention'][T]:9.3f}")
-    short, long = summary["fixed-context"]
-    miss = ("CONTRADICTS THE PAGE" if at_defaults(parser, args, ignore=("table",)) else
-            "NOT THE PAGE'S PICTURE at these settings")
-    falls = short > HIGH and long < LOW
-    print(f"Verdict (section 1): fixed-context {'falls' if falls else 'does not fall'} from above "
-          f"{HIGH:.2f} to below {LOW:.2f} as rows grow: "
-          f"{'as the page says' if falls else miss}")
-    holds = summary["attention"][1] > HIGH
-    print(f"Verdict (section 2): attention {'stays' if holds else 'does not stay'} above {HIGH:.2f} "
-          f"on the longest rows: {'as the page says' if holds else miss}")
-
-    print("\nWhere the attention model looks: section 2's alignment tables [T_target, T_source],")
-    print(f"one row per digit written, one column per digit read; {rows[len(EXAMPLE)]} held-out "
-          f"{len(EXAMPLE)}-digit rows")
-    sums = alpha8.double().sum(-1)  # [rows, T]: the sum of each row of every table
-    print("  each row is a softmax (scores turned into shares), so it sums to 1:")
-    print(f"  the {sums.numel():,} rows here sum to between {sums.min():.6f} and {sums.max():.6f}")
-    on_digit = share_on_copied_digit(alpha8)
-    print(f"  a writing step looks hardest at the very digit it copies, in at least {ALIGNED:.0%} of the steps: "
-          f"{'yes' if on_digit >= ALIGNED else 'no'}")
-    if args.table:
-        print(f"  (exactly {on_digit:.3f} of them)")
-        print(f"  the table for the row {' '.join(map(str, EXAMPLE))}:")
-        print("           reads " + "    ".join(map(str, EXAMPLE)))
-        for digit, row in zip(EXAMPLE, example_alpha, strict=True):
-            print(f"    writes {digit}:  " + " ".join(f"{a:.2f}" for a in row))
-    print(save_figure(make_figure(accuracy, rows, example_alpha, args.max_len),
-                      figure_path(parser, args, FIGURE, ignore=("table",))))
-    # The fixed-context decoder must pull every digit out of one vector of n numbers, and
-    # the longer the row, the more it loses; the attention decoder reads each digit where it is.
+    accuracy, rows, example_alpha = lesson(args, window)
     if args.live:
         show(lambda: View(make_figure(accuracy, rows, example_alpha, args.max_len)))  # the figure a default run saves
 
 
 if __name__ == "__main__":
-    main()
+    run(main)
