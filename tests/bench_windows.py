@@ -22,6 +22,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import shutil
 import statistics
 import subprocess
@@ -46,7 +47,8 @@ VALUES = 6  # positions per slider, across its range
 
 def live_lessons(only=()):
     return {name: path for name, path in run_all.discover().items()
-            if "add_live(" in path.read_text(encoding="utf-8") and (not only or any(o in name for o in only))}
+            if re.search(r"add_live\(|lesson_args\(.*live=", path.read_text(encoding="utf-8"), flags=re.S)
+            and (not only or any(o in name for o in only))}
 
 
 def load(name, path):
@@ -115,13 +117,13 @@ def run_main(module, path, argv):
     handed = []
     module.show = lambda build, *args: handed.append((build, args))
     module.need_window = lambda parser: None  # the backend is already chosen
-    saved = sys.argv
+    saved, live.need_window = (sys.argv, live.need_window), lambda parser: None  # (where lesson_args asks)
     sys.argv = [str(path), *argv]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             module.main()
     finally:
-        sys.argv = saved
+        sys.argv, live.need_window = saved
     return handed
 
 
