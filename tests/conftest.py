@@ -19,7 +19,9 @@ training at its defaults, or at a flip setting) runs once.
 """
 import argparse
 import atexit
+import contextlib
 import importlib.util
+import io
 import json
 import os
 import shlex
@@ -209,6 +211,35 @@ class _Outputs:
 def outputs():
     """{name: run_all.Result} for the default run of every script (forked, like make check)."""
     return _Outputs()
+
+
+@pytest.fixture(autouse=True)
+def keep_torch_threads():
+    """Some lessons set torch to one thread; every test gives the test process its setting back."""
+    threads = torch.get_num_threads()
+    yield
+    torch.set_num_threads(threads)
+
+
+def main_in_process(module, *argv, **replace):
+    """A lesson's main() in this process (for a planted mistake), with some of its module's
+    names replaced: what it printed, and the records of its checks by name."""
+    from common.records import collected
+
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
+        for attribute, value in replace.items():
+            monkeypatch.setattr(module, attribute, value)
+        monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
+        with contextlib.redirect_stdout(out):
+            module.main()
+    return out.getvalue(), {r["name"]: r for r in records}
+
+
+def main_outcomes(module, *argv, **replace):
+    """main_in_process(), with each check's outcome alone."""
+    out, records = main_in_process(module, *argv, **replace)
+    return out, {name: r["outcome"] for name, r in records.items()}
 
 
 def load_script(name):

@@ -10,7 +10,6 @@ under each of them)."""
 import contextlib
 import io
 import math
-import sys
 
 from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
 
@@ -21,7 +20,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import SCRIPTS, lesson_run, load_script
+from tests.conftest import lesson_run, load_script
+from tests.conftest import main_in_process as run_main
 
 NAME = "week1/15_context_decides"
 DEFAULT = lesson_run(NAME)
@@ -68,17 +68,6 @@ def trained(cd):
         return model, cd.evaluate(model, *data[2:])
     finally:
         torch.set_num_threads(threads)
-
-
-def run_main(cd, *argv):
-    """The lesson's main() in this process (for a planted mistake): what it printed, and the
-    records of its checks by name."""
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
-        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-        with contextlib.redirect_stdout(out):
-            cd.main()
-    return out.getvalue(), {r["name"]: r for r in records}
 
 
 def verdict(out):

@@ -4,18 +4,16 @@ points are never trained on, every threshold of its verdicts is pinned by a valu
 side, each verdict turns when the shortcut wire or LayerNorm is taken out of the stacks that
 claim it, and its depth knob turns the verdicts its Try-it lines say (its default output is the
 same bytes under the kernel settings of tests/test_portability.py)."""
-import contextlib
-import io
 import math
-import sys
 
-from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS
 
 import pytest
 import torch
 import torch.nn as nn
 
-from tests.conftest import SCRIPTS, lesson_run, load_script
+from tests.conftest import lesson_run, load_script
+from tests.conftest import main_outcomes as run_main
 
 NAME = "week2/18_deep_stacks_train"
 DEFAULT = lesson_run(NAME)
@@ -28,26 +26,6 @@ ALONE = "LayerNorm alone trains the plain stack"
 @pytest.fixture(scope="module")
 def ds():
     return load_script(NAME)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_main(ds, *argv, **replace):
-    """The lesson's main() in this process, some of its functions replaced: what it printed,
-    and the outcomes of its checks by name."""
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
-        for attribute, value in replace.items():
-            monkeypatch.setattr(ds, attribute, value)
-        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-        with contextlib.redirect_stdout(out):
-            ds.main()
-    return out.getvalue(), {r["name"]: r["outcome"] for r in records}
 
 
 def directions(ds, seed=42):

@@ -10,7 +10,6 @@ same bytes under the kernel settings that change training trajectories
 import contextlib
 import io
 import re
-import sys
 
 from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
 
@@ -21,7 +20,8 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import SCRIPTS, lesson_run, load_script
+from tests.conftest import lesson_run, load_script
+from tests.conftest import main_in_process as run_main
 
 NAME = "week1/16_heads_take_roles"
 DEFAULT = lesson_run(NAME)
@@ -48,25 +48,6 @@ ONE_WAY = ("Verdict: one attention pattern can only focus one way: one head fail
 @pytest.fixture(scope="module")
 def ht():
     return load_script(NAME)
-
-
-@pytest.fixture(autouse=True)
-def keep_torch_threads():
-    """The script sets torch to one thread; give the test process its setting back."""
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_main(ht, *argv):
-    """The script's main() in this process with these arguments (for a planted mistake):
-    what it printed, and the records of its checks."""
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
-        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-        with contextlib.redirect_stdout(out):
-            ht.main()
-    return out.getvalue(), {r["name"]: r for r in records}
 
 
 @pytest.fixture(scope="module")

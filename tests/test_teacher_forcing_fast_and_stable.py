@@ -4,18 +4,16 @@ passes do), its own guesses are its argmaxes written one place at a time, its he
 are never trained on, every threshold of its verdicts is pinned by a value on each side, and
 each verdict turns in a world that lacks what the page says (its default output is the same
 bytes under the kernel settings of tests/test_portability.py)."""
-import contextlib
-import io
 import math
-import sys
 
-from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, lesson_run, load_script
+from tests.conftest import lesson_run, load_script
+from tests.conftest import main_outcomes as run_main
 
 NAME = "week2/19_teacher_forcing_fast_and_stable"
 DEFAULT = lesson_run(NAME)
@@ -26,24 +24,6 @@ CHECKS = ["teacher forcing makes training fast", "teacher forcing makes training
 @pytest.fixture(scope="module")
 def tf():
     return load_script(NAME)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_main(tf, *argv, **replace):
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
-        for attribute, value in replace.items():
-            monkeypatch.setattr(tf, attribute, value)
-        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-        with contextlib.redirect_stdout(out):
-            tf.main()
-    return out.getvalue(), {r["name"]: r["outcome"] for r in records}
 
 
 def some(tf, n=20, seed=3):

@@ -3,18 +3,16 @@ its held-out queries are never trained on, every threshold of its verdicts is pi
 on each side, each verdict turns when both heads are scaled or both unscaled, and its knobs
 turn the verdicts their Try-it lines say (its default output is the same bytes under the
 kernel settings of tests/test_portability.py, which runs the whole check under each)."""
-import contextlib
-import io
 import math
-import sys
 
-from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
+from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, lesson_run, load_script
+from tests.conftest import lesson_run, load_script
+from tests.conftest import main_outcomes as run_main
 
 NAME = "week1/17_unscaled_scores_stall"
 DEFAULT = lesson_run(NAME)
@@ -28,27 +26,6 @@ SLOW = "a smaller rate lets the unscaled head learn, more slowly"
 @pytest.fixture(scope="module")
 def us():
     return load_script(NAME)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """As the script trains (its lesson sets one thread; give the test process its own back)."""
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_main(us, *argv, **replace):
-    """The lesson's main() in this process, some of its functions replaced: what it printed,
-    and the outcomes of its checks by name."""
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
-        for attribute, value in replace.items():
-            monkeypatch.setattr(us, attribute, value)
-        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-        with contextlib.redirect_stdout(out):
-            us.main()
-    return out.getvalue(), {r["name"]: r["outcome"] for r in records}
 
 
 # ---------------------------------------------------------------- the pieces against torch's

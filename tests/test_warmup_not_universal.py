@@ -4,18 +4,16 @@ side-by-side trainings are each training alone, every threshold of its verdicts 
 value on each side, and each verdict turns in a world where warm-up is what the belief says or
 where it changes nothing (its default output is the same bytes under the kernel settings of
 tests/test_portability.py)."""
-import contextlib
-import io
 import math
-import sys
 
-from common.records import CONTRADICTS, UPHOLDS, collected
+from common.records import CONTRADICTS, UPHOLDS
 
 import pytest
 import torch
 import torch.nn as nn
 
-from tests.conftest import SCRIPTS, lesson_run, load_script
+from tests.conftest import lesson_run, load_script
+from tests.conftest import main_outcomes as run_main
 
 NAME = "week2/20_warmup_not_universal"
 DEFAULT = lesson_run(NAME)
@@ -25,24 +23,6 @@ CHECKS = ["warm-up is not a universal stability proof", "warm-up is a training c
 @pytest.fixture(scope="module")
 def wu():
     return load_script(NAME)
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
-
-
-def run_main(wu, *argv, **replace):
-    out = io.StringIO()
-    with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
-        for attribute, value in replace.items():
-            monkeypatch.setattr(wu, attribute, value)
-        monkeypatch.setattr(sys, "argv", [str(SCRIPTS[NAME]), *argv])
-        with contextlib.redirect_stdout(out):
-            wu.main()
-    return out.getvalue(), {r["name"]: r["outcome"] for r in records}
 
 
 def task(wu, seed=42, n=50):

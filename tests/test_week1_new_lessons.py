@@ -10,15 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, load_script
-
-
-@pytest.fixture(autouse=True)
-def keep_torch_threads():
-    """Some lessons set torch to one thread; give the test process its setting back."""
-    threads = torch.get_num_threads()
-    yield
-    torch.set_num_threads(threads)
+from tests.conftest import SCRIPTS, load_script, main_outcomes
 
 
 def run_main(monkeypatch, capsys, module, name, *argv):
@@ -362,19 +354,11 @@ def test_the_steady_threshold_is_one_percent():
 
 
 def week1_07_records(monkeypatch, plant=None):
-    """week1/07's records at its defaults, in this process; plant(module) first changes it."""
-    import contextlib
-    import io
-
-    from common.records import collected
-
+    """week1/07's check outcomes at its defaults, in this process; plant(module, monkeypatch) first changes it."""
     module = load_script("week1/07_eli5_one_block")
     if plant:
         plant(module, monkeypatch)
-    monkeypatch.setattr(sys, "argv", ["07_eli5_one_block.py"])
-    with collected() as got, contextlib.redirect_stdout(io.StringIO()):
-        module.main()
-    return {r["name"]: r["outcome"] for r in got}
+    return main_outcomes(module)[1]
 
 
 def test_week1_07s_block_checks_uphold_the_page_as_written(monkeypatch):

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from run_all import ROOT
-from tests.conftest import SCRIPTS, TRY_ITS, load_script
+from tests.conftest import SCRIPTS, TRY_ITS, load_script, main_outcomes
 
 NEW = ["week2/13_count_without_biases", "week2/14_positions_beyond_training",
        "week2/15_residual_gradient_depth", "week2/16_batchnorm_padding", "week2/17_post_norm_decoder_layer"]
@@ -303,32 +303,27 @@ def test_each_over_confidence_threshold_at_its_edge(monkeypatch, capsys, smoothe
     assert smoothing_outcome(monkeypatch, train_classifier=lambda epsilon, seed: fake[epsilon]) == says
 
 
-def lesson_outcomes(name, monkeypatch, argv=(), **replace):
-    """A lesson's records by name after replacing some of its functions (figures not saved)."""
-    from common.records import collected
-
+def lesson_outcomes(name, argv=(), **replace):
+    """A lesson's check outcomes after replacing some of its names (a callable value is first
+    given the module); figures not saved."""
     module = load_script(name)
-    for attribute, value in replace.items():
-        monkeypatch.setattr(module, attribute, value(module) if callable(value) else value)
+    replace = {attribute: value(module) if callable(value) else value for attribute, value in replace.items()}
     if hasattr(module, "save_figure"):
-        monkeypatch.setattr(module, "save_figure", lambda fig, path: "figure skipped")
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
-    with collected() as got:
-        module.main()
-    return {r["name"]: r["outcome"] for r in got}
+        replace.setdefault("save_figure", lambda fig, path: "figure skipped")
+    return main_outcomes(module, *argv, **replace)[1]
 
 
 def test_a_table_past_one_or_not_of_length_d_over_2_flips_week2_03s_lines(monkeypatch, capsys):
     """Tags with the sin pair's amplitude doubled: entries reach 2 and the squared length is
     no longer d/2 (the page's d = 4 hand-check keeps the real formula)."""
     name = "week2/03_sinusoidal_pe"
-    plain = lesson_outcomes(name, monkeypatch)
+    plain = lesson_outcomes(name)
     assert plain["every entry lies in [-1, 1]"] == plain["the squared length of every tag is d/2"] == "upholds the page"
 
     def doubled(module):
         real = module.sinusoidal_pe
         return lambda max_len, d: real(max_len, d) * (2.0 if max_len > 2 else 1.0)
-    wrong = lesson_outcomes(name, monkeypatch, sinusoidal_pe=doubled)
+    wrong = lesson_outcomes(name, sinusoidal_pe=doubled)
     assert wrong["every entry lies in [-1, 1]"] == wrong["the squared length of every tag is d/2"] == \
         "contradicts the page"
 
@@ -339,7 +334,7 @@ def test_a_norm_with_the_sample_variance_flips_week2_04s_by_hand_lines(monkeypat
     answers stop being torch's. And a 'LayerNorm' pooling the batch answers as BatchNorm does."""
     name = "week2/04_norm_axes"
     argv = ("--figure", "/dev/null.png")
-    plain = lesson_outcomes(name, monkeypatch, argv)
+    plain = lesson_outcomes(name, argv)
     checks = ("LayerNorm by hand is torch's on one token", "BatchNorm by hand is torch's on the batch",
               "LayerNorm on the same rows answers otherwise")
     assert all(plain[check] == "upholds the page" for check in checks)
@@ -348,13 +343,13 @@ def test_a_norm_with_the_sample_variance_flips_week2_04s_by_hand_lines(monkeypat
         np = module.np
         return lambda x, axes, eps=0.0: (x - x.mean(axis=axes, keepdims=True)) / np.sqrt(
             x.var(axis=axes, keepdims=True, ddof=1) + eps)
-    wrong = lesson_outcomes(name, monkeypatch, argv, normalize=sample_variance)
+    wrong = lesson_outcomes(name, argv, normalize=sample_variance)
     assert wrong[checks[0]] == wrong[checks[1]] == "contradicts the page"
 
     def pools_the_batch(module):
         real = module.normalize
         return lambda x, axes, eps=0.0: real(x, 0 if axes == 1 else axes, eps)
-    assert lesson_outcomes(name, monkeypatch, argv, normalize=pools_the_batch)[checks[2]] == "contradicts the page"
+    assert lesson_outcomes(name, argv, normalize=pools_the_batch)[checks[2]] == "contradicts the page"
 
 
 def test_a_layernorm_that_differs_in_evaluation_flips_its_line(monkeypatch, capsys):
@@ -364,5 +359,5 @@ def test_a_layernorm_that_differs_in_evaluation_flips_its_line(monkeypatch, caps
             return super().forward(x) + (0 if self.training else 1e-6)
 
     monkeypatch.setattr(torch.nn, "LayerNorm", Drifting)  # (the lesson's nn is torch.nn; undone after the test)
-    wrong = lesson_outcomes("week2/04_norm_axes", monkeypatch, ("--figure", "/dev/null.png"))
+    wrong = lesson_outcomes("week2/04_norm_axes", ("--figure", "/dev/null.png"))
     assert wrong["LayerNorm is the same computation in training and evaluation"] == "contradicts the page"
