@@ -70,6 +70,11 @@ class Run:
         return run_all.Job(Path(self.path) if self.path else SCRIPTS[self.name], self.argv, env, dict(self.setting),
                            self.fresh, Path(self.cwd) if self.cwd else None, self.timeout)
 
+    def key(self):
+        """str(self) without this session's scratch folder: the same run's name in every session
+        (its time is remembered under it)."""
+        return str(self).replace(str(SCRATCH), "<scratch>")
+
     def __str__(self):
         parts = [self.name, *self.argv] + [f"{k}={v}" for k, v in self.setting + self.env]
         return " ".join(parts + ["(fresh)"] * self.fresh + ["(window)"] * self.window)
@@ -99,7 +104,7 @@ class SharedRuns:
             seconds = json.loads(TIMINGS.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             seconds = {}
-        order = sorted(wanted, key=lambda run: (str(run) in seconds, -seconds.get(str(run), 0), str(run)))
+        order = sorted(wanted, key=lambda run: (run.key() in seconds, -seconds.get(run.key(), 0), run.key()))
         for run in order:
             self.ended[run] = threading.Event()
         skipped = [run for run in order if run.window and display is None]
@@ -124,7 +129,7 @@ class SharedRuns:
             run_all.run_scripts([run.job(display) for run in order], on_result=ended, halt=self.halt)
             if self.halt.is_set():
                 return  # stopped early: these timings are not whole
-            seconds.update({str(run): round(self.results[run].cpu or self.results[run].seconds, 2) for run in order})
+            seconds.update({run.key(): round(self.results[run].cpu or self.results[run].seconds, 2) for run in order})
             TIMINGS.parent.mkdir(parents=True, exist_ok=True)
             TIMINGS.write_text(json.dumps(seconds, indent=0, sort_keys=True), encoding="utf-8")
         except BaseException as error:  # every test waiting for a run must hear of it
