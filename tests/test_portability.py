@@ -15,10 +15,12 @@ always) and a training's trajectory, so the exact losses and accuracies of week1
 week1/15, week1/16 and week2/12 (which therefore print only what every trajectory ends
 in: bands, verdicts, converged counts). Every other printed line, and every check's
 outcome, must stay byte for byte the same; this module holds each script to exactly that.
-One thread is run as a learner runs a lesson: a fresh interpreter per script, started in
-a folder of its own, not the script's (so `python weekN/NN_name.py` itself is tested, not
-only the fork). Each setting's runs write their figures in their own folder, away from the
-check's.
+One thread is a setting like the others: a fork server of its own, started with one thread
+(torch and MKL read it at import). Each setting's runs start in a folder of their own, not
+the script's, and write their figures there, away from the check's. (A forked run imports
+its repo's `common` itself, as `python weekN/NN_name.py` does; a script started in a fresh
+interpreter is tested in tests/test_progress.py, tests/test_bottleneck_experiment.py and
+tests/test_live.py.)
 """
 import io
 import shutil
@@ -47,11 +49,9 @@ def away(setting):
     return {"cwd": folder, "env": {OUTPUT_ROOT: str(folder)}}
 
 
-RUNS = {(setting, name): lesson_run(name, setting=OTHER_CPUS[setting], **away(setting))
-        for setting in OTHER_CPUS for name in SCRIPTS}
-RUNS.update({("one thread, a fresh interpreter", name): lesson_run(name, setting=ONE_THREAD, fresh=True,
-                                                                  **away("one thread"))
-             for name in SCRIPTS})
+SETTINGS = {**OTHER_CPUS, "one thread": ONE_THREAD}
+RUNS = {(setting, name): lesson_run(name, setting=SETTINGS[setting], **away(setting))
+        for setting in SETTINGS for name in SCRIPTS}
 
 
 def disagreement(name, result):
