@@ -38,6 +38,7 @@ import common  # noqa: F401  (first: from here on a Ctrl-C ends with the one wor
 import argparse
 import atexit
 import difflib
+import gc
 import importlib.util
 import itertools
 import json
@@ -338,6 +339,11 @@ def serve():
     signal.signal(signal.SIGTERM, stop)
     for name in PRELOAD:
         importlib.import_module(name)
+    # Every object imported so far is set aside from the collector: a child's collections then
+    # skip them, and do not copy the server's pages to update them (Python's gc.freeze advice for
+    # a fork without exec; measured, 4 lessons run 3 times each: 13.4 CPU seconds against 14.5).
+    gc.collect()
+    gc.freeze()
     wake_r, wake_w = os.pipe()  # SIGCHLD wakes the select() below through this pipe
     os.set_blocking(wake_w, False)
     signal.set_wakeup_fd(wake_w)
