@@ -125,7 +125,9 @@ def lesson(args):
     print(f"\nThe same layer run by hand on one sentence (B=1) of {short} and of {long} words:")
     print(f"  {'':<26}{f'T={short}':>12}{f'T={long}':>14}  grows")
     print(f"  {'parameters':<26}{params[short]:>12,}{params[long]:>14,}  {times(params[long], params[short])}")
-    table = {T: n_params(nn.Embedding(T, d, device="meta")) for T in lengths}  # the page's "unless"
+    # the page's "unless": a table of T rows, on "meta" (shapes only) and given its empty weight,
+    # so no starting values are drawn (drawing them on meta costs a second of imports)
+    table = {T: n_params(nn.Embedding(T, d, _weight=torch.empty(T, d, device="meta"))) for T in lengths}
     print(f"  {'a learned position table':<26}{table[short]:>12,}{table[long]:>14,}  "
           f"{times(table[long], table[short])}\n"
           "    (one row per position: the exception the page names; sinusoids need none)")
