@@ -184,20 +184,60 @@ def range_ends(parser):
             yield action, [action.option_strings[-1], *values]
 
 
-RANGE_ENDS = [(name, action, lesson_run(name, *argv)) for name in SCRIPTS for action, argv in range_ends(PARSERS[name])]
+# Ends packed into runs of their own, each setting several flags to an end at once (within the
+# joint size limit) where one run of each would repeat a whole training: a seed costs nothing,
+# and --steps sets a training's length, so its top end runs with the other sizes at their least.
+PACKED = {
+    "week1/09_bottleneck_experiment": [["--steps", "1000", "--max-len", "8", "--hidden", "4", "--seed", "0"],
+                                       ["--steps", "1", "--max-len", "32", "--seed", "4294967295"]],
+    "week1/14_parameters_vs_length": [["--heads", "64", "--seed", "0"], ["--short", "1", "--seed", "4294967295"]],
+    "week1/15_context_decides": [["--steps", "1000", "--seed", "0"], ["--steps", "1", "--seed", "4294967295"]],
+    "week1/16_heads_take_roles": [["--steps", "1", "--heads", "8", "--task", "noun-only", "--seed", "4294967295"]],
+    "week2/12_train_tiny_transformer": [["--steps", "2000", "--seed", "4294967295"], ["--steps", "50", "--seed", "0"]],
+}
 
 
-@pytest.mark.parametrize(("name", "action", "run"), [pytest.param(*case, marks=pytest.mark.reads(case[2]),
-                                                                  id=str(case[2])) for case in RANGE_ENDS])
-def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(runs, name, action, run):
-    """Each end of the range --help shows for each flag of each script (each choice), with
-    the other flags at their defaults, runs to its end with status 0; or it is refused by a
-    limit shared with other flags, and then the flag's help names one of those flags."""
+def contains(argv, end):
+    """Whether argv sets the flag of `end` (a flag and its values) to exactly those values."""
+    return any(list(argv[i:i + len(end)]) == end and (i + len(end) == len(argv) or argv[i + len(end)].startswith("--"))
+               for i in range(len(argv)) if argv[i] == end[0])
+
+
+def covering_runs(name):
+    """[(action, end, the run that runs it)] for every end of every range of a script (an end:
+    the flag and its values): a "Try it" suggestion that sets the flag to that end, else a run
+    of PACKED[name], else a run of its own (the other flags at their defaults)."""
+    packed = [lesson_run(name, *argv) for argv in PACKED.get(name, [])]
+    return [(action, end, next((run for run in TRY_ITS[name] + packed if contains(run.argv, end)),
+                               lesson_run(name, *end))) for action, end in range_ends(PARSERS[name])]
+
+
+RANGE_ENDS = [(name, action, end, run) for name in SCRIPTS for action, end, run in covering_runs(name)]
+
+
+def test_each_packed_run_runs_ends_no_other_run_does():
+    """A packed run earns its place: it covers an end that no "Try it" suggestion runs."""
+    for name, packed in PACKED.items():
+        used = {run.argv for _, _, run in covering_runs(name)}
+        assert all(tuple(argv) in used for argv in packed), name
+    assert contains(["--d-k", "4", "16", "--seed", "0"], ["--d-k", "4", "16"])
+    assert not contains(["--d-k", "4", "16", "64"], ["--d-k", "4", "16"])  # a longer list sets other values
+
+
+@pytest.mark.parametrize(("name", "action", "end", "run"), [
+    pytest.param(*case, marks=pytest.mark.reads(case[3]), id=f"{case[0]} {' '.join(case[2])}") for case in RANGE_ENDS])
+def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(runs, name, action, end, run):
+    """Each end of the range --help shows for each flag of each script (each choice) runs to
+    its end with status 0, in some run: a "Try it" suggestion, a packed run (PACKED), or a run
+    of its own with the other flags at their defaults (and maybe a seed's end). A run of its
+    own may instead be refused by a limit shared with other flags, and then the flag's help
+    names one of those flags."""
     result = runs[run]
     if result.returncode == 0:
         return
     assert result.returncode == 2, f"{run}: exit status {result.returncode}: {result.stderr[-600:]}"
     refusal = result.stderr.strip().splitlines()[-1]
+    assert list(run.argv) == end, f"{run} sets more than {' '.join(end)}, and was refused: {refusal}"
     others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(action.option_strings)
     assert any(other in (action.help or "") for other in others), \
         f"{run}: refused ({refusal}), and the help of {run.argv[0]} names none of {sorted(others) or 'the other flags'}"
