@@ -11,7 +11,7 @@ from common.cli import _Range
 import pytest
 
 import run_all
-from tests.conftest import PARSERS, SCRIPTS, TRY_ITS, lesson_run, try_it_commands
+from tests.conftest import PARSERS, SCRIPTS, TRY_ITS, lesson_run, load_script, try_it_commands
 
 # One bad command line per script; a new script needs an entry here.
 BAD_ARGS = {
@@ -186,32 +186,57 @@ def range_ends(parser):
 
 # Ends packed into runs of their own, each setting several flags to an end at once (within the
 # joint size limit) where one run of each would repeat a whole training: a seed costs nothing,
-# and --steps sets a training's length, so its top end runs with the other sizes at their least.
+# and a size's end runs with the other sizes at their least. Each still trains in full (but
+# --steps 1, a run of its own).
 PACKED = {
     "week1/09_bottleneck_experiment": [["--steps", "1000", "--max-len", "8", "--hidden", "4", "--seed", "0"],
-                                       ["--steps", "1", "--max-len", "32", "--seed", "4294967295"]],
+                                       ["--max-len", "32", "--hidden", "4", "--seed", "4294967295"]],
     "week1/14_parameters_vs_length": [["--heads", "64", "--seed", "0"], ["--short", "1", "--seed", "4294967295"]],
-    "week1/15_context_decides": [["--steps", "1000", "--seed", "0"], ["--steps", "1", "--seed", "4294967295"]],
-    "week1/16_heads_take_roles": [["--steps", "1", "--heads", "8", "--task", "noun-only", "--seed", "4294967295"]],
+    "week1/15_context_decides": [["--steps", "1000", "--seed", "0"],
+                                 ["--adjectives", "crowded", "crowded", "--seed", "4294967295"]],
+    "week1/16_heads_take_roles": [["--heads", "8", "--task", "noun-only", "--seed", "4294967295"]],
     "week2/12_train_tiny_transformer": [["--steps", "2000", "--seed", "4294967295"], ["--steps", "50", "--seed", "0"]],
 }
 
 
-def contains(argv, end):
-    """Whether argv sets the flag of `end` (a flag and its values) to exactly those values."""
-    return any(list(argv[i:i + len(end)]) == end and (i + len(end) == len(argv) or argv[i + len(end)].startswith("--"))
-               for i in range(len(argv)) if argv[i] == end[0])
+def sets(parser, argv, action, end):
+    """Whether argv sets the flag of `end` (a flag and its values) to what `end` sets it to, as
+    argparse reads both (a flag given twice: its last value)."""
+    read = lambda words: getattr(parser.parse_args(list(words)), action.dest)  # noqa: E731
+    return any(word in action.option_strings for word in argv) and read(argv) == read(end)
+
+
+class _Handed(Exception):
+    """Raised in place of lesson_args, carrying the limits(args) a lesson's main() hands it."""
+
+
+def lesson_limits(name):
+    """The joint size limit a lesson's main() hands lesson_args: limits(args) -> None or why
+    not (None if it has none). Its main() runs up to that call, and stops there."""
+    def hand(*args, limits=None, **kwargs):
+        raise _Handed(limits)
+
+    module = load_script(name)
+    module.lesson_args, saved, sys.argv = hand, sys.argv, [str(SCRIPTS[name])]
+    try:
+        module.main()
+    except _Handed as handed:
+        return handed.args[0]
+    finally:
+        sys.argv = saved
+    raise AssertionError(f"{name}'s main() never called lesson_args")
 
 
 def covering_runs(name):
     """[(action, end, the run that runs it)] for every end of every range of a script (an end:
     the flag and its values): a "Try it" suggestion that sets the flag to that end, else a run
     of PACKED[name], else a run of its own (the other flags at their defaults)."""
-    packed = [lesson_run(name, *argv) for argv in PACKED.get(name, [])]
-    return [(action, end, next((run for run in TRY_ITS[name] + packed if contains(run.argv, end)),
-                               lesson_run(name, *end))) for action, end in range_ends(PARSERS[name])]
+    parser, packed = PARSERS[name], [lesson_run(name, *argv) for argv in PACKED.get(name, [])]
+    return [(action, end, next((run for run in TRY_ITS[name] + packed if sets(parser, run.argv, action, end)),
+                               lesson_run(name, *end))) for action, end in range_ends(parser)]
 
 
+LIMITS = {name: lesson_limits(name) for name in SCRIPTS}
 RANGE_ENDS = [(name, action, end, run) for name in SCRIPTS for action, end, run in covering_runs(name)]
 
 
@@ -220,8 +245,13 @@ def test_each_packed_run_runs_ends_no_other_run_does():
     for name, packed in PACKED.items():
         used = {run.argv for _, _, run in covering_runs(name)}
         assert all(tuple(argv) in used for argv in packed), name
-    assert contains(["--d-k", "4", "16", "--seed", "0"], ["--d-k", "4", "16"])
-    assert not contains(["--d-k", "4", "16", "64"], ["--d-k", "4", "16"])  # a longer list sets other values
+    parser = PARSERS["week1/11_softmax_saturation"]
+    d_k = next(action for action in parser._actions if "--d-k" in action.option_strings)
+    end = ["--d-k", *map(str, d_k.default), "1"]
+    assert sets(parser, [*end, "--seed", "0"], d_k, end)
+    assert not sets(parser, [*end, "2"], d_k, end)  # a longer list
+    assert not sets(parser, [*end, "--d-k", "4"], d_k, end)  # given twice: the last counts
+    assert not sets(parser, ["--seed", "0"], d_k, end)
 
 
 @pytest.mark.parametrize(("name", "action", "end", "run"), [
@@ -229,15 +259,21 @@ def test_each_packed_run_runs_ends_no_other_run_does():
 def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(runs, name, action, end, run):
     """Each end of the range --help shows for each flag of each script (each choice) runs to
     its end with status 0, in some run: a "Try it" suggestion, a packed run (PACKED), or a run
-    of its own with the other flags at their defaults (and maybe a seed's end). A run of its
-    own may instead be refused by a limit shared with other flags, and then the flag's help
-    names one of those flags."""
+    of its own with the other flags at their defaults. On its own, an end may instead be
+    refused by a limit shared with other flags (asked of the lesson's limits() when another
+    run covers it), and then the flag's help names one of those flags."""
     result = runs[run]
-    if result.returncode == 0:
+    if list(run.argv) != end:
+        assert result.returncode == 0, f"{run}: exit status {result.returncode}: {result.stderr[-600:]}"
+        limits = LIMITS[name]
+        refusal = limits(PARSERS[name].parse_args(end)) if limits else None
+    elif result.returncode == 0:
         return
-    assert result.returncode == 2, f"{run}: exit status {result.returncode}: {result.stderr[-600:]}"
-    refusal = result.stderr.strip().splitlines()[-1]
-    assert list(run.argv) == end, f"{run} sets more than {' '.join(end)}, and was refused: {refusal}"
+    else:
+        assert result.returncode == 2, f"{run}: exit status {result.returncode}: {result.stderr[-600:]}"
+        refusal = result.stderr.strip().splitlines()[-1]
+    if refusal is None:
+        return
     others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(action.option_strings)
     assert any(other in (action.help or "") for other in others), \
-        f"{run}: refused ({refusal}), and the help of {run.argv[0]} names none of {sorted(others) or 'the other flags'}"
+        f"{' '.join(end)}: refused ({refusal}), and its help names none of {sorted(others) or 'the other flags'}"
