@@ -344,10 +344,12 @@ def test_a_setting_gets_its_own_fork_server_and_reaches_torch(tmp_path):
     """Kernel settings are read when torch is imported: a job with one is forked from a server
     that imported torch under it, beside the plain server, in one call."""
     probe = tmp_path / "probe.py"
-    probe.write_text("import torch\nprint(torch.backends.cpu.get_cpu_capability())\n")
-    plain, scalar = run_all.run_scripts([run_all.Job(probe), run_all.Job(probe, setting={"ATEN_CPU_CAPABILITY":
-                                                                                          "default"})])
-    assert scalar.stdout == "DEFAULT\n" and plain.stdout.strip() != "DEFAULT", (plain.stdout, plain.stderr)
+    probe.write_text("import torch\nprint(torch.backends.cpu.get_cpu_capability(), torch.get_num_threads())\n")
+    plain, scalar, one = run_all.run_scripts([
+        run_all.Job(probe), run_all.Job(probe, setting={"ATEN_CPU_CAPABILITY": "default"}),
+        run_all.Job(probe, setting={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})])
+    assert scalar.stdout.split()[0] == "DEFAULT" and plain.stdout.split()[0] != "DEFAULT", (plain.stdout, plain.stderr)
+    assert one.stdout.split()[1] == "1", one.stdout  # tests/test_portability.py's one thread
 
 
 def test_a_job_can_remove_a_variable_and_run_in_its_own_folder(tmp_path):
