@@ -475,11 +475,12 @@ def fork_server(setting):
 
 
 @atexit.register
-def close_fork_servers():
+def close_fork_servers(keep=None):
+    """End every fork server; given keep (settings as fork_server keys them: sorted (name,
+    value) pairs), stop at once every server but those, and leave those serving."""
     with _servers_lock:
-        for server in _servers.values():
-            server.close()
-        _servers.clear()
+        for key in [key for key in _servers if keep is None or key not in keep]:
+            _servers.pop(key).close() if keep is None else _servers.pop(key).stop()
 
 
 def _read(file):

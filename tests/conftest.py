@@ -190,10 +190,24 @@ def pytest_collection_modifyitems(session, config, items):
     items[:] = [item for item in items if not reads(item)] + [item for item in items if reads(item)]
 
 
+def start_fork_server(setting):
+    """Start the fork server of a setting now (where the OS can fork): it imports torch while
+    pytest collects the tests, and is stopped when collected if no test reads a run of it."""
+    if hasattr(os, "fork"):
+        run_all.fork_server(setting)
+
+
+def pytest_sessionstart(session):
+    if not session.config.option.collectonly:
+        start_fork_server({})
+
+
 def pytest_collection_finish(session):
     if session.config.option.collectonly:
+        run_all.close_fork_servers(keep=set())
         return
     wanted = set().union(*map(reads, session.items)) if session.items else set()
+    run_all.close_fork_servers(keep={run.setting for run in wanted if not run.fresh})
     SHARED.start(wanted, virtual_display() if any(run.window for run in wanted) else None)
 
 
