@@ -348,7 +348,10 @@ def test_a_setting_gets_its_own_fork_server_and_reaches_torch(tmp_path):
     plain, scalar, one = run_all.run_scripts([
         run_all.Job(probe), run_all.Job(probe, setting={"ATEN_CPU_CAPABILITY": "default"}),
         run_all.Job(probe, setting={"OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"})])
-    assert scalar.stdout.split()[0] == "DEFAULT" and plain.stdout.split()[0] != "DEFAULT", (plain.stdout, plain.stderr)
+    assert [r.returncode for r in (plain, scalar, one)] == [0, 0, 0], [r.stderr[-500:] for r in (plain, scalar, one)]
+    assert scalar.stdout.split()[0] == "DEFAULT" and plain.stdout.split()[0] != "DEFAULT", plain.stdout
+    if plain.stdout.split()[1] == "1":
+        pytest.skip("torch runs one thread here anyway: the one-thread setting cannot show")
     assert one.stdout.split()[1] == "1", one.stdout  # tests/test_portability.py's one thread
 
 
