@@ -480,7 +480,10 @@ def close_fork_servers(keep=None):
     value) pairs), stop at once every server but those, and leave those serving."""
     with _servers_lock:
         for key in [key for key in _servers if keep is None or key not in keep]:
-            _servers.pop(key).close() if keep is None else _servers.pop(key).stop()
+            try:
+                _servers[key].close() if keep is None else _servers[key].stop()
+            finally:
+                del _servers[key]
 
 
 def _read(file):

@@ -188,22 +188,27 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(session, config, items):
     """Tests that read runs go last: the others run while the runs do."""
     items[:] = [item for item in items if not reads(item)] + [item for item in items if reads(item)]
+    _early["collected"] = True
+
+
+_early = {"start": False, "collected": False}
 
 
 def start_fork_server(setting):
-    """Start the fork server of a setting now (where the OS can fork): it imports torch while
-    pytest collects the tests, and is stopped when collected if no test reads a run of it."""
-    if hasattr(os, "fork"):
+    """Start the fork server of a setting now (where the OS can fork, in a session that runs
+    tests): it imports torch while pytest collects the tests, and is stopped when collected if
+    no test reads a run of it."""
+    if _early["start"] and hasattr(os, "fork"):
         run_all.fork_server(setting)
 
 
 def pytest_sessionstart(session):
-    if not session.config.option.collectonly:
-        start_fork_server({})
+    _early["start"] = not session.config.option.collectonly
+    start_fork_server({})
 
 
 def pytest_collection_finish(session):
-    if session.config.option.collectonly:
+    if session.config.option.collectonly or not _early["collected"]:  # (or collection stopped short)
         run_all.close_fork_servers(keep=set())
         return
     wanted = set().union(*map(reads, session.items)) if session.items else set()
