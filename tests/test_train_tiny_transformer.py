@@ -484,7 +484,7 @@ def test_table_adds_exact_numbers_and_keeps_the_default_figure(runs):
 def test_no_mask_flips_the_mask_verdict(runs):
     """The cheat's measured picture (week2/NOTES.md, section 12): perfect with the gold prefix, 0/200 alone."""
     masked, cheat = runs[DEFAULT_RUNS[NAME]].stdout.splitlines(), runs[NO_MASK].stdout.splitlines()
-    assert runs[NO_MASK].returncode == 0, runs[NO_MASK].stderr
+    assert runs[NO_MASK].returncode == 0 and (SCRATCH / "cheat.png").stat().st_size > 0, runs[NO_MASK].stderr
     verdict = [line for line in masked if line.startswith("Verdict:")][-1]  # the mask's, the last
     assert verdict == "Verdict: as the page says: with the future hidden, training teaches what generation needs"
     flipped = [line for line in cheat if line.startswith("Verdict:")][-1]
