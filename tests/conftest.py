@@ -185,13 +185,13 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "reads(*runs): the declared lesson runs this test reads (conftest.py)")
 
 
+_early = {"start": False, "collected": False}  # servers may start early; the collection ended whole
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Tests that read runs go last: the others run while the runs do."""
     items[:] = [item for item in items if not reads(item)] + [item for item in items if reads(item)]
     _early["collected"] = True
-
-
-_early = {"start": False, "collected": False}
 
 
 def start_fork_server(setting):
@@ -280,17 +280,25 @@ class _Parsed(Exception):
 
 
 def lesson_parser(name):
-    """The argparse parser of one lesson: its main() runs up to parse_args, and stops there."""
+    """The argparse parser of one lesson, and the joint size limit its main() hands lesson_args
+    (limits(args): None, or why not; None if it has none): its main() runs up to parse_args,
+    and stops there."""
     def stop(parser, *args, **kwargs):
         raise _Parsed(parser)
 
-    module = load_script(name)
+    module, handed = load_script(name), {}
+
+    def keep_limits(*args, limits=None, **kwargs):
+        handed["limits"] = limits
+        return lesson_args(*args, limits=limits, **kwargs)
+
+    lesson_args, module.lesson_args = module.lesson_args, keep_limits
     saved_parse, saved_argv = argparse.ArgumentParser.parse_args, sys.argv
     argparse.ArgumentParser.parse_args, sys.argv = stop, [str(SCRIPTS[name])]
     try:
         module.main()
     except _Parsed as parsed:
-        return parsed.args[0]
+        return parsed.args[0], handed.get("limits")
     finally:
         argparse.ArgumentParser.parse_args, sys.argv = saved_parse, saved_argv
     raise AssertionError(f"{name}'s main() never parsed its arguments")
@@ -304,7 +312,9 @@ def try_it_commands(help_text, path):
     return [words[[i for i, w in enumerate(words) if w.endswith(path.name)][0] + 1:] for words in commands]
 
 
-PARSERS = {name: lesson_parser(name) for name in SCRIPTS}
+PARSERS, LIMITS = {}, {}  # each lesson's parser, and its joint size limit (or None)
+for _name in SCRIPTS:
+    PARSERS[_name], LIMITS[_name] = lesson_parser(_name)
 # Every "Try it" suggestion of every script, as --help prints it: a declared run each.
 TRY_ITS = {name: [lesson_run(name, *argv) for argv in try_it_commands(PARSERS[name].format_help(), SCRIPTS[name])]
            for name in SCRIPTS}

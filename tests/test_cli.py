@@ -11,7 +11,7 @@ from common.cli import _Range
 import pytest
 
 import run_all
-from tests.conftest import PARSERS, SCRIPTS, TRY_ITS, lesson_run, load_script, try_it_commands
+from tests.conftest import LIMITS, PARSERS, SCRIPTS, TRY_ITS, lesson_run, try_it_commands
 
 # One bad command line per script; a new script needs an entry here.
 BAD_ARGS = {
@@ -186,8 +186,8 @@ def range_ends(parser):
 
 # Ends packed into runs of their own, each setting several flags to an end at once (within the
 # joint size limit) where one run of each would repeat a whole training: a seed costs nothing,
-# and a size's end runs with the other sizes at their least. Each still trains in full (but
-# --steps 1, a run of its own).
+# and a size's end runs with the other sizes at their least. A packed run trains for the steps
+# it sets, else the default's (week1/09's, 15's, 16's --steps 1 run alone).
 PACKED = {
     "week1/09_bottleneck_experiment": [["--steps", "1000", "--max-len", "8", "--hidden", "4", "--seed", "0"],
                                        ["--max-len", "32", "--hidden", "4", "--seed", "4294967295"]],
@@ -215,27 +215,6 @@ def sets(parser, argv, action, end):
     return any(word in action.option_strings for word in argv) and read(argv) == read(end)
 
 
-class _Handed(Exception):
-    """Raised in place of lesson_args, carrying the limits(args) a lesson's main() hands it."""
-
-
-def lesson_limits(name):
-    """The joint size limit a lesson's main() hands lesson_args: limits(args) -> None or why
-    not (None if it has none). Its main() runs up to that call, and stops there."""
-    def hand(*args, limits=None, **kwargs):
-        raise _Handed(limits)
-
-    module = load_script(name)
-    module.lesson_args, saved, sys.argv = hand, sys.argv, [str(SCRIPTS[name])]
-    try:
-        module.main()
-    except _Handed as handed:
-        return handed.args[0]
-    finally:
-        sys.argv = saved
-    raise AssertionError(f"{name}'s main() never called lesson_args")
-
-
 def covering_runs(name):
     """[(action, end, the run that runs it)] for every end of every range of a script (an end:
     the flag and its values): a "Try it" suggestion that sets the flag to that end, else a run
@@ -245,7 +224,6 @@ def covering_runs(name):
                                lesson_run(name, *end))) for action, end in range_ends(parser)]
 
 
-LIMITS = {name: lesson_limits(name) for name in SCRIPTS}
 RANGE_ENDS = [(name, action, end, run) for name in SCRIPTS for action, end, run in covering_runs(name)]
 
 
