@@ -104,9 +104,10 @@ class Blit:
     def update(self, layer=0):
         """Show a move: `layer` is the lowest layer it changed."""
         canvas = self.fig.canvas
+        if self.size is None:  # nothing drawn yet: the window's first draw will show it all
+            return
         if self.size != tuple(self.fig.bbox.size) or self.layers.keys() - self.backgrounds.keys():
-            # before the first draw, after a resize, or with a layer added since: a full draw
-            canvas.draw_idle()
+            canvas.draw_idle()  # after a resize, or with a layer added since: a full draw
             return
         self.draw_layers(layer)
         canvas.blit(self.fig.bbox)
@@ -175,13 +176,18 @@ def add_slider(fig, label, lo, hi, value, row=0, step=1, **options):
     below its plots for one row per slider. options: more of matplotlib's Slider arguments."""
     from matplotlib.widgets import Slider
 
+    class Quiet(Slider):
+        drawon = False  # its constructor's set_val asks for no full draw: the window's first draw draws it
+
     ax = fig.add_axes((0.2, 0.05 + 0.07 * row, 0.6, 0.04))
     options.setdefault("valfmt", "%g")  # its number as plain text: 5, 0.1 (not drawn as a formula)
     if lo == hi:  # one choice (--heads 1, say): the knob stands in the middle of its track, and stays
-        slider = Slider(ax, label, lo - 1, hi + 1, valinit=value, valstep=step, initcolor="none", **options)
+        slider = Quiet(ax, label, lo - 1, hi + 1, valinit=value, valstep=step, initcolor="none", **options)
         slider.valmin = slider.valmax = lo
-        return slider
-    return Slider(ax, label, lo, hi, valinit=value, valstep=step, initcolor="none", **options)
+    else:
+        slider = Quiet(ax, label, lo, hi, valinit=value, valstep=step, initcolor="none", **options)
+    slider.drawon = True  # from now on a move redraws it (a Blit it is added to turns this off)
+    return slider
 
 
 def whole_ticks(axis, n, first=0):
@@ -282,8 +288,10 @@ class TrainingWindow:
         with window_style():
             self.view, self.redraw = build(*args)
             self.view.fig.canvas.mpl_connect("close_event", self.closed)
-            if plt.get_backend().lower() != "agg":  # (Agg, in the tests, has no window to open)
+            if plt.get_backend().lower() != "agg":
                 plt.show(block=False)  # the window opens now; the script goes on training
+            else:  # (Agg, in the tests, has no window to open: its first draw, as opening one draws)
+                self.view.fig.canvas.draw()
         self.next, self.open = 0.0, True
 
     def closed(self, event):
