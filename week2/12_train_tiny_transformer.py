@@ -825,7 +825,7 @@ def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
     of the same length (both NumPy [n, n], n = its length + 1 for </s>). Rows: target
     positions (the word being written); columns: source positions; both counted from 0."""
     fig, axes = plt.subplots(1, 2, figsize=(11, 5.6), layout="constrained")
-    fig.get_layout_engine().set(h_pad=0.12)  # a margin above the two-line title
+    fig.get_layout_engine().set(h_pad=0.12)  # a margin above the three-line title
     n = len(mean_weights)
     want = mirror(n - 1, task).tolist()
     panels = [(example_weights, f"one held-out string: {words(example_src[:n - 1])}",
@@ -849,7 +849,7 @@ def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
     axes[1].set_ylabel("target position t (0 = the first digit written)")
     fig.colorbar(image, ax=axes, label="cross-attention weight (each row sums to 1)", shrink=0.8)
     where = f"source position {n - 2} - t, the mirror L - 1 - t" if task == "reverse" else "source position t"
-    fig.suptitle(f"What the decoder reads while writing ({task})\nred boxes: row t should read {where}; "
+    fig.suptitle(f"What the decoder reads while writing ({task})\nred boxes: row t should read {where}\n"
                  "positions count from 0 (week2/figures/causal_mask.png counts from 1)", fontsize=11)
     return fig
 
