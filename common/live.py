@@ -56,16 +56,22 @@ class Blit:
     changes much (T, say) is a low layer, and one that changes little (the row) a high one:
     moving the row redraws the row's box, bars and title, not the T x T table.
 
+    Each layer draws its artists in matplotlib's z-order, and the frame of every axes with a
+    moving artist is drawn with the highest layer drawn there, so the window shows what a full
+    draw without blitting shows (a moving image does not cover its frame).
+
     A widget added (a Slider, RadioButtons) stops drawing itself (a Slider's own redraw is a
     full draw_idle: Slider.drawon) and is drawn with its layer: its knob and number, or its
     buttons; its label and track stay in the background."""
 
     def __init__(self, fig):
         self.fig, self.layers, self.backgrounds, self.size = fig, {}, {}, None
+        self.frames = {}  # axes -> the layer its frame (spines) is drawn with
         fig.canvas.mpl_connect("draw_event", self.drawn)
 
     def add(self, *artists, layer=0):
-        """Draw these artists (or widgets) with `layer`, from now on; returns the first."""
+        """Draw these artists (or widgets) with `layer`, from now on (and the frames of their
+        axes, with the highest layer drawn there); returns the first."""
         for artist in artists:
             if hasattr(artist, "drawon"):  # a widget: its moving parts
                 artist.drawon = False
@@ -75,7 +81,13 @@ class Blit:
                 parts = [artist]
             for part in parts:
                 part.set_animated(True)
+            self.forget(*parts)  # (drawn once, with the layer given last)
             self.layers.setdefault(layer, []).extend(parts)
+            for ax in {part.axes for part in parts} - {None}:
+                if ax.axison and self.frames.get(ax, -1) < layer:
+                    self.frames[ax] = layer
+                    self.forget(*ax.spines.values())
+                    self.add(*ax.spines.values(), layer=layer)
         return artists[0] if artists else None
 
     def forget(self, *artists):
@@ -98,7 +110,7 @@ class Blit:
                 self.backgrounds[number] = canvas.copy_from_bbox(self.fig.bbox)
             else:
                 canvas.restore_region(self.backgrounds[number])
-            for artist in self.layers[number]:
+            for artist in sorted(self.layers[number], key=lambda a: a.get_zorder()):  # as a full draw orders them
                 self.fig.draw_artist(artist)
 
     def update(self, layer=0):

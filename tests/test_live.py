@@ -95,6 +95,25 @@ def pixels(fig):
     return np.asarray(fig.canvas.buffer_rgba()).copy()
 
 
+def drawn_plainly(view):
+    """The picture matplotlib draws of the figure with nothing animated and no Blit (every
+    artist in its axes' z-order, each frame over what is inside it), as a window without
+    blitting would show it. The Blit keeps its backgrounds (they hold no moving artist), so
+    the next move blits as it would have."""
+    blit, layers = view.blit, view.blit.layers
+    moving = [artist for layer in layers.values() for artist in layer]
+    blit.layers = {}  # (its draw_event handler then keeps no background from this picture)
+    try:
+        for artist in moving:
+            artist.set_animated(False)
+        view.fig.canvas.draw()
+        return pixels(view.fig)
+    finally:
+        for artist in moving:
+            artist.set_animated(True)
+        blit.layers = layers
+
+
 def full_draws(fig):
     """A counter of the figure's full draws from now on."""
     count = [0]
@@ -114,19 +133,19 @@ def test_at_least_ten_lessons_go_live():
 
 
 # Runs lessons (their paths the arguments) one after another without --live, in one fresh
-# interpreter, and says after each whether matplotlib has been imported so far.
+# interpreter, and says after each its exit status and whether matplotlib has been imported so far.
 LOADS_MATPLOTLIB = SCRATCH / "loads_matplotlib.py"
 LOADS_MATPLOTLIB.write_text("""
 import contextlib, io, runpy, sys
 sys.path.insert(0, %r)
 for path in sys.argv[1:]:
-    sys.argv = [path]
+    sys.argv, code = [path], 0
     with contextlib.redirect_stdout(io.StringIO()):
         try:
             runpy.run_path(path, run_name="__main__")
-        except SystemExit:  # a lesson ends by run(main), which exits with main()'s status
-            pass
-    print("matplotlib" in sys.modules)
+        except SystemExit as end:  # a lesson ends by run(main), which exits with main()'s status
+            code = end.code or 0
+    print(code, "matplotlib" in sys.modules)
 """ % str(run_all.ROOT))
 # week2/06 last: it draws a figure (saved under the check's folder), so it does import it.
 LOADING = ("week1/02_dot_product_variance", "week2/05_label_smoothing", "week2/06_warmup_schedule")
@@ -138,7 +157,7 @@ def test_a_lesson_without_a_figure_loads_no_matplotlib_unless_live(runs):
     """matplotlib costs about a second to import; a lesson that draws nothing at its defaults
     imports it only for its window. (week2/06, run after them, draws a figure: it does.)"""
     result = runs[MATPLOTLIB_LOADED]
-    assert result.stdout.split() == ["False", "False", "True"], (LOADING, result.stderr[-500:])
+    assert result.stdout.split() == ["0", "False", "0", "False", "0", "True"], (LOADING, result.stderr[-500:])
 
 
 # ---------------------------------------------------------------- every window: blitting
@@ -161,19 +180,20 @@ SMALLER = {"week1/02_dot_product_variance": ("--pairs", "2000")}  # the same win
 
 @pytest.mark.parametrize("name", SLIDERS)
 def test_a_move_redraws_only_what_it_changed_and_shows_what_a_full_draw_shows(name):
-    """No move draws the whole figure (each redraws its layers of moving artists on the kept
-    background), and after each control's moves the picture is the one a full draw of the
-    figure makes now, pixel for pixel: nothing a move changed was left in the background."""
+    """No move draws the whole figure (each redraws its layers of moving artists on the
+    backgrounds kept at the first draw), and the window as it opens and after each move is
+    the picture matplotlib draws of the figure without blitting, pixel for pixel: nothing a
+    move changed was left in the background, and nothing moving covers what a full draw
+    puts over it (an axes' frame, a zero line)."""
     view = window(name, *SMALLER.get(name, ()))[0]
     view.fig.canvas.draw()
     count = full_draws(view.fig)
-    for control, move in moves(view):
+    for control, move in [("nothing (as it opens)", lambda: None), *moves(view)]:
         move()
         assert count[0] == 0, f"moving {control} drew the whole figure"
         blitted = pixels(view.fig)
-        view.fig.canvas.draw()
+        assert np.array_equal(blitted, drawn_plainly(view)), f"after moving {control}, the window is not the figure"
         count[0] = 0
-        assert np.array_equal(blitted, pixels(view.fig)), f"moving {control} left something stale"
 
 
 def test_a_layer_redraws_from_the_picture_below_it():
@@ -195,6 +215,24 @@ def test_a_layer_redraws_from_the_picture_below_it():
         blitted = pixels(fig)
         fig.canvas.draw()
         assert np.array_equal(blitted, pixels(fig)) is right
+    count[0] = 0
+    blit.add(ax.text(0.2, 0.2, "added"), layer=2)  # a layer added since the first draw: one full draw shows it
+    blit.update(2)
+    assert count[0] == 1
+    fig.set_size_inches(5, 3)  # a resized window: one full draw again
+    blit.update(1)
+    assert count[0] == 2
+
+
+def test_a_slider_asks_for_no_draw_as_it_is_built_and_redraws_when_moved():
+    """add_slider: building it draws nothing (the window's first draw does); moved, outside a
+    Blit, it redraws the figure as matplotlib's Slider does."""
+    fig = plt.figure()
+    count = full_draws(fig)
+    slider = live.add_slider(fig, "x", 0, 10, 5)
+    assert count[0] == 0
+    slider.set_val(7)
+    assert count[0] == 1
 
 
 # ---------------------------------------------------------------- week1/02: the d_k slider
@@ -750,9 +788,7 @@ def test_the_training_window_follows_the_printed_training():
     assert np.array_equal(map_ax.images[0].get_array(), learned.numpy())
     peaks = re.search(r"look most at source positions ([\d ]+)", out).group(1).split()
     assert learned[:module.MAX_LEN].argmax(-1).tolist() == list(map(int, peaks))
-    blitted = pixels(window_.view.fig)
-    window_.view.fig.canvas.draw()
-    assert np.array_equal(blitted, pixels(window_.view.fig))
+    assert np.array_equal(pixels(window_.view.fig), drawn_plainly(window_.view))
 
 
 def test_the_bottleneck_window_follows_both_printed_trainings():
@@ -765,9 +801,7 @@ def test_the_bottleneck_window_follows_both_printed_trainings():
     assert table_ax.get_title() == "its alignment table, step 20"
     rows = re.findall(r"^    writes \d:  ([\d. ]+)$", out, flags=re.M)  # the printed table of the trained model
     assert [" ".join(f"{a:.2f}" for a in row) for row in table_ax.images[0].get_array()] == rows
-    blitted = pixels(window_.view.fig)
-    window_.view.fig.canvas.draw()
-    assert np.array_equal(blitted, pixels(window_.view.fig))
+    assert np.array_equal(pixels(window_.view.fig), drawn_plainly(window_.view))
 
 
 def test_watching_a_training_takes_a_bounded_share_of_its_time(monkeypatch):

@@ -690,9 +690,9 @@ def live_view(model, held, heads, m, example):
     knock_ax.legend(bars[0].patches, ["(a) the word just before", "(b) the first noun"], loc="upper center")
     fig.suptitle("Pick a head: its look, and what breaks without it (held-out sentences)")
     blit = Blit(fig)
-    # layer 0, what only the sentence changes: its words, and the frame (drawn from the map's limits, which change
-    # with its length); layer 1, what the head changes too: the map, its red boxes and title, the knocked-out bars
-    blit.add(sentence_slider, *columns, *rows, *map_ax.spines.values())
+    # layer 0, what only the sentence changes: its words (and the map's limits, with its length); layer 1, what the
+    # head changes too: the map, its red boxes and title, the knocked-out bars (each frame: with its axes' top layer)
+    blit.add(sentence_slider, *columns, *rows)
     blit.add(head_slider, image, *boxes, map_ax.title, *bars[1], knock_ax.title, layer=1)
 
     def update_sentence(_):

@@ -153,11 +153,11 @@ def live_view(seq, d_model, h, seed):
     reach = max(abs(blended).max(), *(head_alone(W_O, concat, i, h)[-1].abs().max().item() for i in range(h)))
     out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.6 * reach), title="the last token's new vector")
     whole_ticks(out_ax.xaxis, d_model)
-    out_ax.axhline(0, color="0.5", linewidth=0.8)
+    zero = out_ax.axhline(0, color="0.5", linewidth=0.8)
     out_ax.legend(loc="upper left", fontsize="small")  # above the tallest bar: the y range leaves it room
     fig.suptitle(f"{h} untrained head{'s' * (h > 1)} over {seq} token{'s' * (seq > 1)}: each its own pattern, all "
                  "causal; W_O blends them")
-    blit.add(image, *alone_bars, grid_ax.title)
+    blit.add(image, *alone_bars, zero, grid_ax.title)  # (the zero line drawn over the bars, as a full draw does)
 
     def update(head):
         i = int(head) - 1
