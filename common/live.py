@@ -86,7 +86,6 @@ class Blit:
             for ax in {part.axes for part in parts} - {None}:
                 if ax.axison and self.frames.get(ax, -1) < layer:
                     self.frames[ax] = layer
-                    self.forget(*ax.spines.values())
                     self.add(*ax.spines.values(), layer=layer)
         return artists[0] if artists else None
 

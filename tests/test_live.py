@@ -773,7 +773,7 @@ def test_the_adjective_window_changes_draw_sentences_picture_in_place():
 def test_the_training_window_follows_the_printed_training():
     """main() feeds the window the training as it goes: at the end it shows the printed
     run's losses and the trained model's cross-attention (the printed peaks); a blitted
-    redraw shows what a full draw shows."""
+    redraw shows what matplotlib draws of the figure without blitting."""
     name = "week2/12_train_tiny_transformer"
     module, out, _, _, (window_,) = run_live(name, "--steps", "50", "--table")
     step, losses, model = window_.last

@@ -235,7 +235,7 @@ def live_view(d, h, f, seed):
     box = ax.add_patch(plt.Rectangle((-0.5, 1.5), 1, 1, fill=False, edgecolor="black", linewidth=3))
     ax.set_yticks(range(len(WORDS)), WORDS)
     ax.xaxis.get_major_locator().set_params(integer=True)
-    blit.add(ax.xaxis)  # layer 0: the columns' numbering (and the frame, Blit's own) change with the width
+    blit.add(ax.xaxis)  # layer 0: the columns' numbering changes with the width
     blit.add(slider, image, *numbers, box, ax.title, layer=1)
 
     def update(i):

@@ -691,7 +691,7 @@ def live_view(model, held, heads, m, example):
     fig.suptitle("Pick a head: its look, and what breaks without it (held-out sentences)")
     blit = Blit(fig)
     # layer 0, what only the sentence changes: its words (and the map's limits, with its length); layer 1, what the
-    # head changes too: the map, its red boxes and title, the knocked-out bars (each frame: with its axes' top layer)
+    # head changes too: the map, its red boxes and title, the knocked-out bars
     blit.add(sentence_slider, *columns, *rows)
     blit.add(head_slider, image, *boxes, map_ax.title, *bars[1], knock_ax.title, layer=1)
 

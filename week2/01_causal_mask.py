@@ -121,7 +121,7 @@ def live_view(seed, scores):
     blit = Blit(fig)
     # layer 0, what T changes: the table, its sums and numbering, the bars' numbering; layer 1, what the row changes
     blit.add(T_slider, title, weights_image, blocked_image, *sums, grid_ax.xaxis, grid_ax.yaxis, grid_ax.title,
-             row_ax.xaxis)  # (each axes' frame, drawn from its limits, goes with its top layer: Blit's own)
+             row_ax.xaxis)
     blit.add(row_slider, box, *bars, row_ax.title, layer=1)
     drawn = {}  # what the T slider drew last: the weights
 

@@ -130,8 +130,7 @@ def live_view(d, positions):
     fig.suptitle("Each sin/cos pair turns at its own speed; every entry stays in [-1, 1]")
     blit = Blit(fig)
     # layer 0, what d changes: the table and the coordinates' numbering; layer 1, what the position changes
-    blit.add(d_slider, table, table_ax.xaxis, table_ax.title, row_ax.xaxis)  # (each axes' frame, drawn from its
-    # limits, goes with its top layer: Blit's own)
+    blit.add(d_slider, table, table_ax.xaxis, table_ax.title, row_ax.xaxis)
     blit.add(p_slider, box, *bars, row_ax.title, layer=1)
     drawn = {}  # the table the d_model slider drew last
 
