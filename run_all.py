@@ -59,7 +59,7 @@ from pathlib import Path
 
 from common import OUTPUT_ROOT
 from common.cli import shown
-from common.records import CONTRADICTS, NOT_TESTED, RECORDS, RETIRED, UPHOLDS
+from common.records import CONTRADICTS, MARK, NOT_TESTED, RECORDS, RETIRED, UPHOLDS
 
 ROOT = Path(__file__).resolve().parent
 NOISE_CEILING = 1e-6
@@ -70,7 +70,8 @@ NOISE_LINE = re.compile(r"^(max \|.+\|=)(\S*)$")
 # to 50 s). It changes no number any script prints.
 FIXED_ENV = {"MPLBACKEND": "Agg", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", "PYTHONUTF8": "1",
              "OMP_WAIT_POLICY": "PASSIVE"}
-PRELOAD = ["numpy", "torch", "matplotlib.pyplot"]
+# torch._dynamo: building a torch.optim optimizer imports it (about a second), once per run
+PRELOAD = ["numpy", "torch", "torch._dynamo", "matplotlib.pyplot"]
 
 
 # ---------------------------------------------------------------- finding scripts
@@ -163,6 +164,43 @@ def quotes_missing(name, text, root=ROOT):
     return missing
 
 
+def split_records(raw):
+    """A run's stdout as (the lines a learner reads, the records the lesson made): each record's
+    line starts with MARK (common/records.py) and is taken out; each record gets "at", the
+    number of the learner's lines printed before it."""
+    lines, records = [], []
+    for line in raw.splitlines(keepends=True):
+        if line.startswith(MARK):
+            try:
+                records.append({**json.loads(line[1:]), "at": len(lines)})
+            except ValueError:  # a line cut short by a kill
+                pass
+        else:
+            lines.append(line)
+    return "".join(lines), records
+
+
+def banded(text, records):
+    """(text with each `shown` number replaced by its record's band, ‹band›; the problems).
+    A record's number is looked for in the lines printed before it, nearest first, as a whole
+    value outside a band already put in; in a line, the first such place. A training's
+    numbers differ from CPU to CPU; their bands, and so this text, do not."""
+    lines, problems = text.splitlines(keepends=True), []
+    for r in records:
+        if "shown" not in r:
+            continue
+        pattern = re.compile(rf"(?<![\w.+-]){re.escape(r['shown'])}(?![\w.])")
+        for n in range(min(r.get("at", len(lines)), len(lines)) - 1, -1, -1):
+            hidden = re.sub(r"‹[^›]*›", lambda band: "\0" * len(band.group()), lines[n])  # bands already in
+            if found := pattern.search(hidden):
+                lines[n] = f"{lines[n][:found.start()]}‹{r.get('threshold') or '-'}›{lines[n][found.end():]}"
+                break
+        else:
+            problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, but no line printed before it "
+                            "holds that value: print the number before recording it, with the same text")
+    return "".join(lines), problems
+
+
 def checks_path(name, root=ROOT):
     """The golden checks of script `name`: one line per check it records (common/records.py)."""
     return root / "expected_outputs" / f"{name}.checks.txt"
@@ -228,14 +266,16 @@ def refusals(name, actual_text, root=ROOT, expected_checks=None, records=()):
                f"the two computations disagree, so the formula is wrong"
                for n, label, value in noise_over_ceiling(actual_text)]
     reasons += [f"{quote} is no longer printed" for quote in quotes_missing(name, actual_text, root)]
+    reasons += banded(actual_text, records)[1]
     return reasons + check_refusals(name, expected_checks, records, root)
 
 
 def explain_difference(expected_text, actual_text, name, root=ROOT, expected_checks=None, records=()):
     """What a learner should read when a script's output does not match its golden file:
-    the reasons it must not become the golden file, each in words, then the unified diff
-    (left out when only noise values moved)."""
+    the reasons it must not become the golden file, each in words, then the unified diff of
+    the golden file and the run as compared (left out when only noise values moved)."""
     parts = ["  " + reason for reason in refusals(name, actual_text, root, expected_checks, records)]
+    actual_text = banded(actual_text, records)[0]
     expected, actual = expected_text.splitlines(), actual_text.splitlines()
     only_noise = len(expected) == len(actual) and all(
         lines_match(e, a) or (noise_value(e) and noise_value(a) and noise_value(e)[0] == noise_value(a)[0])
@@ -277,6 +317,10 @@ class Result:
     stderr: str
     seconds: float
     records: list = field(default_factory=list)  # the checks the run recorded (common/records.py)
+
+    def compared(self):
+        """(stdout as the check compares it: each `shown` number replaced by its band; problems)."""
+        return banded(self.stdout, self.records)
     cpu: float | None = None  # CPU seconds the run used (where the OS tells)
 
 
@@ -497,17 +541,6 @@ def _read(file):
         return ""
 
 
-def _read_records(file):
-    """The records a run wrote, one JSON object per line (a line cut short by a kill is dropped)."""
-    records = []
-    for line in _read(file).splitlines():
-        try:
-            records.append(json.loads(line))
-        except ValueError:
-            pass
-    return records
-
-
 def check_folder(root=ROOT):
     """The check's working folder, build/check/: every script runs there, and a default run
     writes its figure there (at the same relative place as in the repo) instead of over
@@ -539,8 +572,8 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_re
                     pending = []
                 while pending and len(running) < workers:
                     i, job = pending.pop(0)
-                    files = [os.path.join(scratch, f"{i}.{part}") for part in ("out", "err", "records")]
-                    env = {OUTPUT_ROOT: str(cwd), RECORDS: files[2], **job.env}
+                    files = [os.path.join(scratch, f"{i}.{part}") for part in ("out", "err")]
+                    env = {OUTPUT_ROOT: str(cwd), RECORDS: "1", **job.env}
                     where = job.cwd or cwd
                     job_id = next(_job_ids)
                     if fork and not job.fresh:
@@ -571,7 +604,7 @@ class Running:
     index: int  # the job's place in run_scripts' list
     runner: object  # its ForkServer, or its own Popen
     start: float
-    files: list  # stdout, stderr, records
+    files: list  # stdout, stderr
     killed: bool = False
 
 
@@ -633,9 +666,10 @@ def _ended(process):
 
 def _finish(job_id, running, results, code, cpu, on_result, note=""):
     run = running.pop(job_id)
-    out, err, records = run.files
-    results[run.index] = Result(None if run.killed else code, _read(out), _read(err) + note,
-                                time.monotonic() - began(job_id, run), _read_records(records), cpu)
+    out, err = run.files
+    stdout, records = split_records(_read(out))
+    results[run.index] = Result(None if run.killed else code, stdout, _read(err) + note,
+                                time.monotonic() - began(job_id, run), records, cpu)
     if isinstance(run.runner, ForkServer):
         run.runner.began.pop(job_id, None)
     if on_result:
@@ -775,25 +809,25 @@ def judge(name, result, path, args, root):
     if args.update and reasons:
         return (f"NOT UPDATED {name}: this run disagrees with itself or with the page, so the script is wrong, "
                 f"not its golden file\n" + "\n".join("  " + reason for reason in reasons))
-    made = checks_text(result.records)
+    made, compared = checks_text(result.records), result.compared()[0]
     if args.update:
-        write_atomically(golden, kept_noise(expected, result.stdout))
+        write_atomically(golden, kept_noise(expected, compared))
         if made:
             write_atomically(checks, made)
         else:
             checks.unlink(missing_ok=True)
-        same = expected == result.stdout and (expected_checks or "") == made
+        same = expected == compared and (expected_checks or "") == made
         print(f"{'unchanged' if same else 'updated'} {golden.relative_to(root).as_posix()}", file=args.out)
         return None
     if expected is None:
         return (f"NO GOLDEN FILE {name}: {golden.relative_to(root).as_posix()} is missing; "
                 f"create it with: {this_python()} --update {name}")
-    same_output, same_checks = outputs_match(expected, result.stdout), (expected_checks or "") == made
+    same_output, same_checks = outputs_match(expected, compared), (expected_checks or "") == made
     if same_output and same_checks:
         kept.unlink(missing_ok=True)
         return None
     kept.parent.mkdir(parents=True, exist_ok=True)
-    kept.write_text(result.stdout, encoding="utf-8")
+    kept.write_text(compared, encoding="utf-8")
     if reasons:
         what_next = (f"  What next: the lesson now disagrees with itself or with the page (the lines above say "
                      f"where), so --update would refuse it. If you edited {name}.py, your edit changed what "

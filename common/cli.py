@@ -188,9 +188,7 @@ def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, l
     print_only: knobs that change only what is printed, not what is computed.
 
     Returns the parsed arguments, with args.at_defaults: every knob but print_only at its
-    default (the page's setup), which also decides how a verdict against the page is worded
-    (common/records.py said())."""
-    from common import records
+    default (the page's setup)."""
     from common.live import add_live, need_window
 
     parser = lesson_parser(script, description, try_it)
@@ -207,5 +205,4 @@ def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, l
     if getattr(args, "live", False):
         need_window(parser)
     args.at_defaults = at_defaults(parser, args, ignore=print_only)
-    records.at_defaults = args.at_defaults
     return args

@@ -1,5 +1,10 @@
-"""Printing helpers: numbers in the fixed formats the pages use."""
+"""Printing helpers: numbers in the fixed formats the pages use, and a question's answer."""
 import math
+
+
+def yes(flag):
+    """A yes-or-no question's answer, as a lesson prints it: "yes" when `flag` holds."""
+    return "yes" if flag else "no"
 
 
 def vec(values, decimals=4, shown=None):

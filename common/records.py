@@ -1,25 +1,40 @@
-"""A lesson's checks, handed to the check as records as well as printed.
+"""A lesson's checks: what the check judges, declared beside the line a learner reads.
 
-A check is one thing a run settles: a verdict, a count against its threshold, a band, a
-value beside the page's. The learner reads it as a printed line, worded by the lesson;
-run_all.py reads its record: a stable name, the measured value, the threshold or band it
-is judged by, and the outcome (it upholds the page, contradicts it, or is not tested
-here). run_all.py compares records by name with expected_outputs/<lesson>.checks.txt and
-never reads the printed words: a default run whose check does not uphold the page, a
-check that disappeared (unless retired on purpose, with its reason), or a changed
-threshold is refused, by name.
+A lesson prints computed numbers; after the line, it records what the check judges there:
 
-    check("attention stays above 0.90 on long rows", f"... {said(holds)}", holds,
-          value=accuracy, threshold=f"above {HIGH:.2f}")
+    print(f"attention shape={out.shape}; row-sum range={sums.min():.6f}..{sums.max():.6f}")
+    record("every softmax row sums to 1", worst < 1e-6, value=worst, threshold="every row within 1e-6 of 1")
 
-Records go to the file named by $LESSONS_RECORDS, which run_all.py sets for every run; a
-learner's own run records nothing. A test can collect them in memory: `with collected() as got:`.
+A record: a stable name; whether the run upholds the page (holds True), contradicts it
+(False) or does not test it (None); the measured value; the threshold or band it is judged
+by, in words. run_all.py compares the records by name with
+expected_outputs/<lesson>.checks.txt (`name | threshold | outcome`): a default run whose
+check does not uphold the page, a check that disappeared (unless retired on purpose, with
+its reason), or a changed threshold is refused, by name.
+
+"Count it": a training prints the run's own number beside the band its claim is judged by,
+and names the number's printed text as `shown`:
+
+    print(f"  totals right {right} (above 75%)")
+    record("totals right, teacher-forced", share > 0.75, value=share, threshold="above 75%", shown=right)
+
+A trajectory differs from CPU to CPU, so the check reads that line with the band in the
+number's place, `totals right ‹above 75%› (above 75%)`, and judges the number by the
+record's outcome: the golden file holds what every CPU prints.
+
+When $LESSONS_RECORDS is set (run_all.py sets it for every run), each record is also
+written to stdout, on a line of its own that starts with MARK, right after what the lesson
+printed before it: run_all.py takes those lines out and so knows which line a `shown`
+number stands in. A learner's own run prints and records nothing more than the lesson's
+lines. A test can collect records in memory: `with collected() as got:`.
 """
 import json
 import os
+import sys
 from contextlib import contextmanager
 
 RECORDS = "LESSONS_RECORDS"
+MARK = "\x1f"  # ASCII's unit separator (not a line break to str.splitlines): starts a record's line
 UPHOLDS, CONTRADICTS, NOT_TESTED, RETIRED = "upholds the page", "contradicts the page", "not tested here", "retired"
 _collecting = []  # the lists of `collected()` blocks now open
 
@@ -37,58 +52,58 @@ def _plain(value):
     return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
 
 
-def record(name, value=None, threshold=None, result=NOT_TESTED, why=None):
-    """Hand run_all.py one record (nothing is printed)."""
-    if "|" in name or "\n" in name:
-        raise ValueError(f"a check's name holds no '|' and no line break: {name!r}")
-    entry = {"name": name, "value": _plain(value), "threshold": threshold, "outcome": result}
-    if why is not None:
-        entry["why"] = why
-    for sink in _collecting:
-        sink.append(entry)
-    path = os.environ.get(RECORDS)
-    if path:
-        with open(path, "a", encoding="utf-8") as file:  # appended as it happens: a crash keeps the earlier ones
-            file.write(json.dumps(entry, default=str) + "\n")
-
-
-at_defaults = True  # every knob at its default, the page's setup (set by common.cli.lesson_args)
-
-
-def said(holds):
-    """How a verdict words its outcome: "as the page says"; against the page, "CONTRADICTS THE
-    PAGE" at the page's own settings, "NOT THE PAGE'S PICTURE at these settings" at others
-    (the knobs are there to make verdicts turn); None (not tested here): "not tested"."""
-    if holds is None:
-        return "not tested"
-    if holds:
-        return "as the page says"
-    return "CONTRADICTS THE PAGE" if at_defaults else "NOT THE PAGE'S PICTURE at these settings"
-
-
-def band(value, low, high, decimals=2):
-    """Which of three bands a value lies in, in words: "below 0.60", "0.60 to 0.90", "above
-    0.90" (edges belong to the middle band). A training prints bands, not its exact numbers:
-    every CPU's trajectory ends in the same band."""
-    if value < low:
-        return f"below {low:.{decimals}f}"
-    return f"above {high:.{decimals}f}" if value > high else f"{low:.{decimals}f} to {high:.{decimals}f}"
-
-
-def check(name, line, holds, value=None, threshold=None):
-    """Print `line` exactly as the lesson words it, and record the check `name`: its
-    measured `value`, the `threshold` or band it is judged by (words, e.g. "above 0.90"),
-    and whether it upholds the page (holds True), contradicts it (False) or is not tested
-    here (None). Returns holds."""
-    print(line)
-    record(name, value, threshold, outcome(holds))
+def record(name, holds, value=None, threshold=None, shown=None, why=None):
+    """Record the check `name` (nothing is printed): holds True (it upholds the page), False
+    (it contradicts it) or None (not tested here); the measured `value`; the `threshold` or
+    band it is judged by, in words ("above 0.90"); `shown`: the value's text in the line just
+    printed, when that number differs from CPU to CPU (the check reads the band in its place);
+    `why`: for a check not tested here, the reason. Returns holds."""
+    _write(name, value, threshold, outcome(holds), shown, why)
     return holds
 
 
 def retire(name, why):
     """Say on purpose that the check `name` is no longer made, and why: the check then
     accepts its disappearance from this lesson's records."""
-    record(name, result=RETIRED, why=why)
+    _write(name, None, None, RETIRED, None, why)
+
+
+def _write(name, value, threshold, result, shown, why):
+    if "|" in name or "\n" in name:
+        raise ValueError(f"a check's name holds no '|' and no line break: {name!r}")
+    entry = {"name": name, "value": _plain(value), "threshold": threshold, "outcome": result}
+    if shown is not None:
+        entry["shown"] = shown
+    if why is not None:
+        entry["why"] = why
+    for sink in _collecting:
+        sink.append(entry)
+    if os.environ.get(RECORDS):
+        sys.stdout.write(MARK + json.dumps(entry, default=str) + "\n")
+
+
+def said(holds):
+    """How a verdict words its outcome: "as the page says"; "NOT AS THE PAGE SAYS" (at the
+    page's own settings the check then fails; the knobs are there to make verdicts turn);
+    None (not tested here): "not tested"."""
+    if holds is None:
+        return "not tested"
+    return "as the page says" if holds else "NOT AS THE PAGE SAYS"
+
+
+def check(name, line, holds, value=None, threshold=None):
+    """The earlier form (print `line`, then record): kept only until every lesson prints
+    first and records after."""
+    print(line)
+    return record(name, holds, value, threshold)
+
+
+def band(value, low, high, decimals=2):
+    """The earlier bands in words ("below 0.60", "0.60 to 0.90", "above 0.90"): kept only until
+    every training prints its own numbers."""
+    if value < low:
+        return f"below {low:.{decimals}f}"
+    return f"above {high:.{decimals}f}" if value > high else f"{low:.{decimals}f} to {high:.{decimals}f}"
 
 
 @contextmanager

@@ -3,22 +3,16 @@
 (a belief, one measurement run in two worlds, a computed verdict). Prints as it goes, and
 hands run_all a record of each value, belief and bullet (common/records.py), named by its
 section and label, or by the belief or bullet itself; finish() gives the exit status.
-yes() and moved() are the mistakes scripts' shared words: a yes-or-no answer, and a change."""
+moved() is the mistakes scripts' shared test of a change."""
 import re
 import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 
-from common.records import CONTRADICTS as RECORD_CONTRADICTS
-from common.records import NOT_TESTED, UPHOLDS, record
+from common.records import record
 
 WIDTH = 100  # a belief's lines are wrapped to this many characters
 MOVES = 1e-9  # the mistakes scripts' "moves": far above float64 rounding (about 1e-16)
-
-
-def yes(flag):
-    """A yes-or-no question's answer, as a mistakes script prints it: "yes" when `flag` holds."""
-    return "yes" if flag else "no"
 
 
 def moved(a, b, tolerance=MOVES):
@@ -100,28 +94,28 @@ class Ledger:
         threshold = f"equal to the page's {page} at its precision"
         if shown == page:
             self.agree += 1
-            mark, outcome = "agree", UPHOLDS
+            mark, holds = "agree", True
         elif page_error:
             self.known_page_errors += 1
-            mark, outcome = f"PAGE DIFFERS ({page_error})", NOT_TESTED
+            mark, holds = f"PAGE DIFFERS ({page_error})", None
             threshold = f"the page's {page} is known to be wrong: {page_error}"
         else:
             self.disagree += 1
-            mark, outcome = "DISAGREE", RECORD_CONTRADICTS
+            mark, holds = "DISAGREE", False
         line = f"  {what}: computed {shown}; page {page}; {mark}"
         if len(line) > WIDTH:  # the answer on a line of its own, under its question
             line = f"  {what}:\n      computed {shown}; page {page}; {mark}"
         if max(map(len, line.splitlines())) > WIDTH:  # and the page's value on one more
             line = f"  {what}:\n      computed {shown};\n      page {page}; {mark}"
         print(line)
-        record(f"{self.title}: {what}", shown, threshold, outcome)
+        record(f"{self.title}: {what}", holds, value=shown, threshold=threshold)
 
     def skip(self, what, why):
         """A page answer this run cannot compute: say why instead of printing the answer."""
         self.not_computed += 1
         line = f"  {what}: not computed: {why}"
         print(line if len(line) <= WIDTH else f"  {what}:\n      not computed: {why}")
-        record(f"{self.title}: {what}", why=why)
+        record(f"{self.title}: {what}", None, why=why)
 
     def belief(self, number, belief, experiment, page_world, belief_world):
         """One "Mistakes people make" bullet: the belief, the experiment, what the same
@@ -138,9 +132,10 @@ class Ledger:
             self.contradicted += 1
         else:
             self.undecided += 1
-        record(f"belief: {belief}", f"page's world as the page says: {page_found.as_page}; belief's world as the "
-               f"page says: {belief_found.as_page}", "the page's world behaves as the page says and the belief's "
-               "world does not", {AS_THE_PAGE_SAYS: UPHOLDS, CONTRADICTS: RECORD_CONTRADICTS}.get(said, NOT_TESTED))
+        record(f"belief: {belief}", {AS_THE_PAGE_SAYS: True, CONTRADICTS: False}.get(said),
+               value=f"page's world as the page says: {page_found.as_page}; belief's world as the page says: "
+               f"{belief_found.as_page}",
+               threshold="the page's world behaves as the page says and the belief's world does not")
         print(f"\n{number}. Belief: {belief}")
         for line in (f"Experiment: {experiment}", f"Page's world ({page_label}): {page_found.seen}",
                      f"Belief's world ({belief_label}): {belief_found.seen}", f"Verdict: {said}"):
@@ -150,7 +145,7 @@ class Ledger:
         """A bullet no computation here can settle: say so, and why."""
         self.untestable += 1
         print(_wrapped(f"- \"{bullet}\": {why}", "  ", "    "))
-        record(f"bullet: {bullet}", why=why)
+        record(f"bullet: {bullet}", None, why=why)
 
     def elsewhere(self, bullet, lesson, checks, shows):
         """A bullet a run of another lesson answers: the command a learner runs and what it
@@ -158,7 +153,7 @@ class Ledger:
         line reports}; tests/test_mistakes.py holds them to that lesson's default run."""
         line = f'- "{bullet}": python {lesson}.py shows {shows}'.replace("python ", "python\0")  # a command stays whole
         print(_wrapped(line, "  ", "    "))
-        record(f"bullet: {bullet}", why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
+        record(f"bullet: {bullet}", None, why=f"run by {lesson}: " + "; ".join(f'"{c}" {o}' for c, o in checks.items()))
 
     def finish(self):
         """Print the summary line; return 1 if anything disagreed with the page (or an

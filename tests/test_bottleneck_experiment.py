@@ -23,7 +23,7 @@ NO_FALL = "Verdict (section 1): fixed-context does not fall from above 0.90 to b
 STRAINED = ("Verdict (section 1): fixed-context falls from above 0.90 only to 0.60 to 0.90 on rows of up to 8 "
             "digits:\n  strained, not broken, as the page's note says (a strain, not a law)")
 HOLDS = "Verdict (section 2): attention stays above 0.90 on the longest rows: as the page says"
-NO_HOLD = "Verdict (section 2): attention does not stay above 0.90 on the longest rows: NOT THE PAGE'S PICTURE"
+NO_HOLD = "Verdict (section 2): attention does not stay above 0.90 on the longest rows: NOT AS THE PAGE SAYS"
 ALIGNED = "in at least 80% of the steps: yes"
 NOT_ALIGNED = "in at least 80% of the steps: no"
 

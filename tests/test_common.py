@@ -1,8 +1,7 @@
 """The shared pieces every lesson uses: one call for its command line, the words of a
-verdict and a band, and the records a check hands run_all."""
-from common import records
+verdict, and the records a check hands run_all."""
 from common.cli import int_range, knob, lesson_args, too_big
-from common.records import band, check, collected, said
+from common.records import MARK, collected, record, said
 
 import pytest
 
@@ -15,8 +14,8 @@ def parse(*argv, **options):
 
 
 def test_one_call_parses_the_knobs_and_knows_the_pages_settings():
-    assert parse().at_defaults and records.at_defaults
-    assert not parse("--size", "9").at_defaults and not records.at_defaults
+    assert parse().at_defaults
+    assert not parse("--size", "9").at_defaults
     assert parse("--table", print_only=("table",)).at_defaults  # --table changes only what is printed
     assert parse(figure="where the figure goes").figure is None
 
@@ -30,64 +29,24 @@ def test_a_limit_is_a_one_line_usage_error(capsys):
     assert parse("--size", "9", limits=lambda args: too_big(work=args.size * 10**8)).size == 9
 
 
-def test_a_verdict_says_contradicts_only_at_the_pages_settings():
-    parse()
-    assert [said(True), said(False), said(None)] == ["as the page says", "CONTRADICTS THE PAGE", "not tested"]
-    parse("--size", "9")
-    assert said(False) == "NOT THE PAGE'S PICTURE at these settings"
-    parse()
+def test_a_verdict_is_worded_by_its_outcome_alone():
+    assert [said(True), said(False), said(None)] == ["as the page says", "NOT AS THE PAGE SAYS", "not tested"]
 
 
-def test_bands_include_their_edges_in_the_middle():
-    assert [band(v, 0.6, 0.9) for v in (0.59, 0.6, 0.75, 0.9, 0.9001)] == [
-        "below 0.60", "0.60 to 0.90", "0.60 to 0.90", "0.60 to 0.90", "above 0.90"]
-
-
-def test_a_check_prints_its_line_and_records_its_outcome(capsys):
+def test_a_record_prints_nothing_for_a_learner_and_a_line_for_the_check(capsys, monkeypatch):
     with collected() as got:
-        check("rows sum to 1", "rows sum to 1: yes", True, value=1.0, threshold="within 1e-6")
-        check("held-out right", "right: 87/96", 87 >= 90, value=87, threshold="at least 90")
-        check("one-hot", "not tested here", None)
-    assert capsys.readouterr().out == "rows sum to 1: yes\nright: 87/96\nnot tested here\n"
+        print("rows sum to 1: yes")
+        assert record("rows sum to 1", True, value=1.0, threshold="within 1e-6") is True
+        record("held-out right", 87 >= 90, value=87, threshold="at least 90")
+        record("one-hot", None, why="too few rows")
+    assert capsys.readouterr().out == "rows sum to 1: yes\n"
     assert [r["outcome"] for r in got] == ["upholds the page", "contradicts the page", "not tested here"]
+    monkeypatch.setenv("LESSONS_RECORDS", "1")
+    record("rows sum to 1", True, threshold="within 1e-6", shown="1.0")
+    out = capsys.readouterr().out
+    assert out.startswith(MARK) and '"shown": "1.0"' in out and out.count("\n") == 1
     with pytest.raises(ValueError):
-        check("a | b", "x", True)  # a name is one field of the golden checks file
-
-
-def test_adam_step_is_torchs_adam_to_the_last_bit():
-    """common.blocks.adam_step against torch.optim.Adam (its plain single-tensor path) over 30
-    steps on weights of three shapes, one of them never given a gradient."""
-    torch = pytest.importorskip("torch")
-    from common.blocks import adam_state, adam_step
-    generator = torch.Generator().manual_seed(0)
-    ours = [torch.randn(shape, generator=generator) for shape in ((4, 3), (7,), (2, 2))]
-    theirs = [w.clone().requires_grad_() for w in ours]
-    optimiser = torch.optim.Adam(theirs, lr=0.01, betas=(0.9, 0.98), eps=1e-9, foreach=False)
-    state = adam_state(ours)
-    for step in range(1, 31):
-        grads = [torch.randn(w.shape, generator=generator) for w in ours[:2]] + [None]
-        for w, g in zip(theirs, grads, strict=True):
-            w.grad = g
-        optimiser.step()
-        adam_step(ours, grads, state, step, lr=0.01, betas=(0.9, 0.98), eps=1e-9)
-        assert all(torch.equal(a, b.detach()) for a, b in zip(ours, theirs, strict=True))
-
-
-def test_the_shared_mask_and_table_are_the_lessons_that_teach_them():
-    """causal_mask as week2/01 builds it, sinusoidal_pe as week2/03 writes the formula (a
-    table with pair index i in place of 2i would be 0.5 or more away)."""
-    torch = pytest.importorskip("torch")
-    from common.blocks import causal_mask, sinusoidal_pe
-
-    from tests.conftest import load_script
-    mask_lesson, table_lesson = load_script("week2/01_causal_mask"), load_script("week2/03_sinusoidal_pe")
-    for T in (1, 4, 9):
-        blocked = torch.as_tensor(mask_lesson.causal_mask(T) == 1)  # the lesson's cells to block
-        mask = causal_mask(T)
-        assert torch.equal(mask == -torch.inf, blocked) and torch.equal(mask == 0, ~blocked)
-    for max_len, d in ((10, 4), (50, 16), (7, 64)):
-        gap = sinusoidal_pe(max_len, d, torch.float64) - torch.as_tensor(table_lesson.sinusoidal_pe(max_len, d))
-        assert gap.abs().max() < 1e-12  # numpy's sin and torch's round their last bits apart
+        record("a | b", True)  # a name is one field of the golden checks file
 
 
 @pytest.mark.parametrize("name", ["week1/17_unscaled_scores_stall", "week2/18_deep_stacks_train",

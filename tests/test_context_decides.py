@@ -265,7 +265,7 @@ def test_training_on_the_held_out_sentences_turns_the_check(cd, monkeypatch, tmp
     leaked = records["no held-out sentence is trained on"]
     assert leaked["outcome"] == CONTRADICTS and leaked["value"] > 0
     assert f"  held-out sentences among the 5,120 sentences of the training batches: {leaked['value']}" in out
-    assert verdict(out) == (f"Verdict: CONTRADICTS THE PAGE ({leaked['value']} held-out sentences were trained on)")
+    assert verdict(out) == (f"Verdict: NOT AS THE PAGE SAYS ({leaked['value']} held-out sentences were trained on)")
     assert records["held-out answers right"]["value"] == 96  # what the split alone could not tell
 
 
@@ -503,7 +503,7 @@ def test_a_hidden_adjective_turns_the_verdicts(runs):
     # week1/NOTES.md, section 15: --hide-adjective, 48/96 in every seed
     out = runs[HIDDEN].stdout
     lines = out.splitlines()
-    assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
+    assert verdict(out).startswith("Verdict: NOT AS THE PAGE SAYS")
     # Without the adjective tired and wide look alike to "it": one answer for both, so on
     # every held-out pair half the adjectives get the wrong noun.
     assert "  \"what is it?\" answered with the noun it means: 48/96" in lines
@@ -525,7 +525,7 @@ def test_answers_without_a_hint_turn_the_verdicts(runs):
     out = runs[RANDOM].stdout
     right = next(line for line in out.splitlines() if "answered with the noun it means" in line)
     assert int(right.split(": ")[1].split("/")[0]) < 0.7 * 96  # about half: a coin toss
-    assert verdict(out).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings (fewer than 90% of the "
+    assert verdict(out).startswith("Verdict: NOT AS THE PAGE SAYS (fewer than 90% of the "
                                    "held-out answers right")
     shares = next(line for line in out.splitlines() if line.startswith("  each adjective the animal in "))
     low, high = (int(word.rstrip("%")) for word in shares.split()[5:8:2])
@@ -534,7 +534,7 @@ def test_answers_without_a_hint_turn_the_verdicts(runs):
 
 @pytest.mark.reads(TOO_FEW)
 def test_too_few_steps_is_not_the_pages_picture(runs):
-    assert verdict(runs[TOO_FEW].stdout).startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
+    assert verdict(runs[TOO_FEW].stdout).startswith("Verdict: NOT AS THE PAGE SAYS")
 
 
 @pytest.mark.reads(*ONE_KIND.values())

@@ -10,9 +10,10 @@ import math
 import re
 from pathlib import Path
 
+from common.printing import yes
 from common.records import CONTRADICTS as RECORD_CONTRADICTS
 from common.records import NOT_TESTED, UPHOLDS
-from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, MOVES, moved, verdict, yes
+from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, MOVES, moved, verdict
 
 import pytest
 import torch

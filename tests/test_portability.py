@@ -63,8 +63,9 @@ def disagreement(name, result):
     if result.returncode != 0:
         return f"exit status {result.returncode}:\n{result.stderr[-2000:]}"
     golden = run_all.golden_path(name).read_text(encoding="utf-8")
-    if not run_all.outputs_match(golden, result.stdout):
-        return run_all.unified_diff(golden, result.stdout, name)
+    compared, problems = result.compared()
+    if problems or not run_all.outputs_match(golden, compared):
+        return "\n".join(problems) + run_all.unified_diff(golden, compared, name)
     checks = run_all.checks_path(name)
     expected = checks.read_text(encoding="utf-8") if checks.exists() else ""
     if expected != run_all.checks_text(result.records):

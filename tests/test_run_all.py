@@ -364,7 +364,7 @@ def test_a_job_can_remove_a_variable_and_run_in_its_own_folder(tmp_path):
 
 # ---------------------------------------------------------------- checks: records, not prose
 
-RECORDING = "from common.records import check, retire\n"
+RECORDING = "from common.records import record, retire\n"
 
 
 def lesson_with_checks(repo, golden_body, new_body, name="week9/09_checks"):
@@ -379,15 +379,18 @@ def lesson_with_checks(repo, golden_body, new_body, name="week9/09_checks"):
     return name
 
 
-TWO_CHECKS = ("check('rows sum to 1', 'every row sums to 1: yes', True, value=1.0, threshold='within 1e-6')\n"
-              "check('held-out right', 'right: 96/96 (at least 90 needed)', 96 >= 90, value=96, "
-              "threshold='at least 90 of 96')\n")
+TWO_CHECKS = ("print('every row sums to 1: yes')\n"
+              "record('rows sum to 1', True, value=1.0, threshold='within 1e-6')\n"
+              "print('right: 96/96 (at least 90 needed)')\n"
+              "record('held-out right', 96 >= 90, value=96, threshold='at least 90 of 96')\n")
 
 
 def test_the_golden_checks_list_each_check_by_name_threshold_and_outcome(repo):
     name = lesson_with_checks(repo, TWO_CHECKS, TWO_CHECKS)
     assert run_all.checks_path(name, repo).read_text() == (
         "rows sum to 1 | within 1e-6 | upholds the page\nheld-out right | at least 90 of 96 | upholds the page\n")
+    assert run_all.golden_path(name, repo).read_text() == (
+        "every row sums to 1: yes\nright: 96/96 (at least 90 needed)\n")
     assert run(repo, name)[0] == 0
 
 
@@ -395,16 +398,19 @@ def test_the_golden_checks_list_each_check_by_name_threshold_and_outcome(repo):
     # a count that falls below its threshold, worded as before
     (("96 >= 90, value=96", "87 >= 90, value=87"), 'the check "held-out right" does not uphold the page (measured 87'),
     # an answer that flips together with its wording
-    (("'every row sums to 1: yes', True", "'rows sum to 1: no', False"), '"rows sum to 1" does not uphold'),
+    (("'every row sums to 1: yes')\nrecord('rows sum to 1', True",
+      "'every row sums to 1: no')\nrecord('rows sum to 1', False"),
+     '"rows sum to 1" does not uphold'),
     # a lowered threshold
     (("threshold='at least 90 of 96'", "threshold='at least 50 of 96'"), "is now judged by 'at least 50 of 96'"),
     # a deleted check
-    (("check('rows sum to 1', 'every row sums to 1: yes', True, value=1.0, threshold='within 1e-6')\n", "print()\n"),
+    (("record('rows sum to 1', True, value=1.0, threshold='within 1e-6')\n", "print()\n"),
      'the check "rows sum to 1" is gone'),
     # a check no longer tested
     (("96 >= 90, value=96", "None, value=96"), '"held-out right" is no longer tested'),
 ])
 def test_update_refuses_a_check_that_changed_by_name(repo, change, says):
+    assert change[0] in TWO_CHECKS
     name = lesson_with_checks(repo, TWO_CHECKS, TWO_CHECKS.replace(*change))
     golden = run_all.golden_path(name, repo).read_text()
     code, out = run(repo, "--update", name)
@@ -417,14 +423,15 @@ def test_update_refuses_a_check_that_changed_by_name(repo, change, says):
 def test_a_check_recorded_twice_is_refused(repo):
     """Two records of one name: only one could be compared with its golden line, so an earlier
     one that contradicts the page would slip through. (Both uphold here: only this rule refuses.)"""
-    twice = TWO_CHECKS + "check('rows sum to 1', 'again: yes', True, value=1.0, threshold='within 1e-6')\n"
+    twice = TWO_CHECKS + "record('rows sum to 1', True, value=1.0, threshold='within 1e-6')\n"
     name = lesson_with_checks(repo, TWO_CHECKS, twice)
     code, out = run(repo, "--update", name)
     assert code == 1 and 'the check "rows sum to 1" is recorded twice' in out, out
 
 
 def test_a_check_retired_on_purpose_may_go(repo):
-    retired = TWO_CHECKS.split("\n")[1] + "\nretire('rows sum to 1', 'shown by week9/10 now')\n"
+    retired = TWO_CHECKS.replace("record('rows sum to 1', True, value=1.0, threshold='within 1e-6')\n",
+                                 "retire('rows sum to 1', 'shown by week9/10 now')\n")
     name = lesson_with_checks(repo, TWO_CHECKS, retired)
     code, out = run(repo, "--update", name)
     assert code == 0, out
@@ -433,7 +440,7 @@ def test_a_check_retired_on_purpose_may_go(repo):
 
 def test_a_prose_edit_or_a_new_check_that_upholds_the_page_is_accepted(repo):
     edited = TWO_CHECKS.replace("'every row sums to 1: yes'", "'Result: each row adds up to 1'") + (
-        "check('loss falls', 'the loss falls: yes', True, value=0.5, threshold='below 1.0')\n")
+        "print('the loss falls: yes')\nrecord('loss falls', True, value=0.5, threshold='below 1.0')\n")
     name = lesson_with_checks(repo, TWO_CHECKS, edited)
     code, out = run(repo, name)
     assert code == 1 and f"--update {name}" in out  # a change that could be wanted: --update is offered
@@ -451,6 +458,56 @@ def test_a_check_now_tested_that_upholds_the_page_is_accepted(repo):
     untested = TWO_CHECKS.replace("96 >= 90, value=96", "None, value=96")
     name = lesson_with_checks(repo, untested, TWO_CHECKS)
     assert run(repo, "--update", name)[0] == 0
+
+
+# A training's own number beside its band: another CPU prints another number in the same band.
+COUNTED = ("right = {share!r}\n"
+           "print(f'totals right {{right}} (above 75%)')\n"
+           "record('totals right', float(right[:-1]) > 75, value=right, threshold='above 75%', shown=right)\n")
+
+
+def test_a_counted_number_is_compared_by_its_band(repo):
+    name = lesson_with_checks(repo, COUNTED.format(share="96.4%"), COUNTED.format(share="88.1%"))
+    assert run_all.golden_path(name, repo).read_text() == "totals right ‹above 75%› (above 75%)\n"
+    assert run(repo, name)[0] == 0  # another number, the same band: the same golden text
+
+
+def test_a_counted_number_out_of_its_band_fails_by_name(repo):
+    name = lesson_with_checks(repo, COUNTED.format(share="96.4%"), COUNTED.format(share="61.0%"))
+    code, out = run(repo, name)
+    assert code == 1 and 'the check "totals right" does not uphold the page (measured 61.0%' in out, out
+    assert run(repo, "--update", name)[0] == 1
+
+
+@pytest.mark.parametrize("body", [
+    # the number recorded before it is printed
+    "right = '96.4%'\nrecord('totals right', True, value=right, threshold='above 75%', shown=right)\n"
+    "print(f'totals right {right} (above 75%)')\n",
+    # printed with other digits than recorded
+    "print('totals right 96.40% (above 75%)')\n"
+    "record('totals right', True, value=0.964, threshold='above 75%', shown='96.4%')\n",
+])
+def test_a_counted_number_that_is_not_where_its_record_says_is_refused_by_name(repo, body):
+    """Left in place, such a number would make the golden file differ from CPU to CPU."""
+    name = lesson_with_checks(repo, COUNTED.format(share="96.4%"), body)
+    code, out = run(repo, "--update", name)
+    assert code == 1 and 'the check "totals right" shows \'96.4%\', but no line printed before it' in out, out
+
+
+def test_bands_are_placed_nearest_first_and_never_inside_another_band():
+    text = "a 50% (above 50%)\nb 50% and 50%\n"
+    records = [{"name": "a", "shown": "50%", "threshold": "above 50%", "at": 1},
+               {"name": "b", "shown": "50%", "threshold": "at most 50%", "at": 2},
+               {"name": "c", "shown": "50%", "threshold": "at least 50%", "at": 2}]
+    assert run_all.banded(text, records) == (
+        "a ‹above 50%› (above 50%)\nb ‹at most 50%› and ‹at least 50%›\n", [])
+
+
+def test_records_are_taken_out_of_the_output_where_they_were_made():
+    mark = "\x1f"
+    raw = f"line 1\n{mark}{{\"name\": \"x\", \"outcome\": \"upholds the page\"}}\nline 2\n"
+    text, records = run_all.split_records(raw)
+    assert text == "line 1\nline 2\n" and records == [{"name": "x", "outcome": "upholds the page", "at": 1}]
 
 
 def test_update_keeps_the_golden_noise_value_when_only_rounding_moved(repo):

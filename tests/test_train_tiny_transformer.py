@@ -220,10 +220,11 @@ def test_attention_matches_torch_multihead_attention(tt):
     src = tokens_with_padding(tt, [8, 5, 3, 1], 8)
     dec_in = tokens_with_padding(tt, [6, 6, 2, 4], 6)
     x, memory = torch.randn(4, 6, tt.D_MODEL), torch.randn(4, 8, tt.D_MODEL)
-    future = tt.causal_mask(6) < 0
+    future = tt.causal_mask(6)
     cases = {"cross, source padding": (x, memory, tt.padding_mask(src), {"key_padding_mask": src == tt.PAD},
                                        (src == tt.PAD)[:, None, None, :]),
-             "self, causal and padding": (x, x, tt.padding_mask(dec_in) + tt.causal_mask(6),
+             "self, causal and padding": (x, x, tt.padding_mask(dec_in)
+                                         + torch.zeros(6, 6).masked_fill(tt.causal_mask(6), -torch.inf),
                                           {"attn_mask": future, "key_padding_mask": dec_in == tt.PAD},
                                           (dec_in == tt.PAD)[:, None, None, :] | future)}
     for name, (x_q, x_kv, mask, theirs_masks, hidden) in cases.items():
@@ -271,8 +272,9 @@ def test_decoder_layer_matches_torch_post_ln(tt):
     dec_in = tt.shift_right(tgt)
     memory, src_mask = tt.encode(model, src)
     x = tt.embed(model, dec_in)
-    mine, alpha = tt.decoder_layer(layer, x, memory, tt.padding_mask(dec_in) + tt.causal_mask(8), src_mask)
-    theirs_out = theirs(x, memory, tgt_mask=tt.causal_mask(8) < 0, tgt_key_padding_mask=dec_in == tt.PAD,
+    future = torch.zeros(8, 8).masked_fill(tt.causal_mask(8), -torch.inf)
+    mine, alpha = tt.decoder_layer(layer, x, memory, tt.padding_mask(dec_in) + future, src_mask)
+    theirs_out = theirs(x, memory, tgt_mask=tt.causal_mask(8), tgt_key_padding_mask=dec_in == tt.PAD,
                         memory_key_padding_mask=src == tt.PAD)
     torch.testing.assert_close(mine, theirs_out, rtol=0, atol=1e-5)
     scores, alpha_decode = tt.decode(model, memory, src_mask, dec_in)
@@ -282,7 +284,7 @@ def test_decoder_layer_matches_torch_post_ln(tt):
 
 def test_causal_mask_and_positions_are_the_pages(tt):
     mask = tt.causal_mask(4)
-    assert torch.equal(torch.isinf(mask).int(), torch.triu(torch.ones(4, 4, dtype=torch.int), diagonal=1))
+    assert torch.equal(mask.int(), torch.triu(torch.ones(4, 4, dtype=torch.int), diagonal=1))
     pe = tt.sinusoidal_pe(2, 4)
     torch.testing.assert_close(pe[0], torch.tensor([0.0, 1.0, 0.0, 1.0]))
     page = torch.tensor([0.8415, 0.5403, 0.0100, 1.0000])  # the page's PE(1) for d = 4, at 4 decimals
@@ -345,12 +347,12 @@ def test_the_floor_line_says_no_for_a_loss_below_the_floor(tt, runs):
 @pytest.mark.parametrize("causal, taught, kept, same, verdict", [
     (True, 200, 200, True, "as the page says: with the future hidden"),
     # right with the gold prefix, wrong when writing alone, with the mask: the page's claim fails
-    (True, 200, 150, True, "CONTRADICTS THE PAGE: 50 of the 200 strings right with the gold prefix"),
-    (True, 40, 30, True, "CONTRADICTS THE PAGE: 10 of the 40"),
-    (True, 200, 200, False, "CONTRADICTS THE PAGE: the mask did not hide the future"),
+    (True, 200, 150, True, "NOT AS THE PAGE SAYS: 50 of the 200 strings right with the gold prefix"),
+    (True, 40, 30, True, "NOT AS THE PAGE SAYS: 10 of the 40"),
+    (True, 200, 200, False, "NOT AS THE PAGE SAYS: the mask did not hide the future"),
     (True, 40, 40, True, "not trained enough to judge: only 40 of the 200"),
     (False, 200, 0, False, "as the page says: without the mask, position t read its answer"),
-    (False, 200, 200, False, "CONTRADICTS THE PAGE: without the mask it still learned to write on its own"),
+    (False, 200, 200, False, "NOT AS THE PAGE SAYS: without the mask it still learned to write on its own"),
     (False, 40, 0, False, "not trained enough to judge"),
 ])
 def test_mask_verdict(tt, causal, taught, kept, same, verdict):
@@ -360,7 +362,7 @@ def test_mask_verdict(tt, causal, taught, kept, same, verdict):
     result = {"forced": taught / 200, "free": kept / 200, "exact": kept, "forced_exact": taught, "both_exact": kept}
     holds, saying = tt.mask_verdict(causal, result, same)
     assert saying.startswith(verdict)
-    assert holds is (None if verdict.startswith("not trained") else not verdict.startswith("CONTRADICTS"))
+    assert holds is (None if verdict.startswith("not trained") else not verdict.startswith("NOT AS THE PAGE SAYS"))
 
 
 # ---------------------------------------------------------------- the trained model
@@ -613,7 +615,7 @@ def test_a_decoder_that_never_used_its_tags_or_embeddings_turns_the_verdict(runs
     for piece, run in NEVER_USED_RUNS.items():
         lines = lines_of(runs[run])
         assert "  as trained: 200/200" in lines, piece
-        turned = [line for line in lines if line.startswith("Verdict: CONTRADICTS THE PAGE: the decoder writes 50% "
+        turned = [line for line in lines if line.startswith("Verdict: NOT AS THE PAGE SAYS: the decoder writes 50% "
                                                             "or more of the strings right without its ")]
         assert len(turned) == 1 and piece in turned[0], piece  # (the wrapper keeps the piece out of every run)
         assert {r["name"]: r["outcome"] for r in runs[run].records}[
@@ -675,7 +677,7 @@ def test_a_later_input_moves_earlier_positions_only_without_the_mask(tt, model, 
 
 def test_a_mask_one_place_off_turns_the_later_input_line(tt, model, held, capsys, monkeypatch):
     """The lesson's own measurement and line with a mask that lets position t see input t + 1."""
-    monkeypatch.setattr(tt, "causal_mask", lambda n: torch.triu(torch.full((n, n), -float("inf")), diagonal=2))
+    monkeypatch.setattr(tt, "causal_mask", lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool), diagonal=2))
     held_src, held_tgt = held
     assert tt.moved_by_a_later_input(model, held_src, tt.shift_right(held_tgt), causal=True) >= tt.SAME
     final = {"forced": 1.0, "free": 1.0, "exact": 200, "forced_exact": 200, "both_exact": 200}

@@ -107,7 +107,7 @@ def test_scaling_both_heads_turns_every_verdict(us):
     right = us.attention
     out, outcomes = run_main(us, attention=lambda X_q, X, V, W_Q, W_K, scaled: right(X_q, X, V, W_Q, W_K, True))
     assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 3
-    assert out.count("CONTRADICTS THE PAGE") == 3
+    assert out.count("NOT AS THE PAGE SAYS") == 3
 
 
 def test_scaling_neither_head_turns_two_verdicts_and_leaves_the_stall_untested(us):
@@ -137,7 +137,7 @@ def test_a_smaller_rate_turns_the_stall_verdict(runs):
     assert outcomes["without scaling learning stalls"] == CONTRADICTS
     assert outcomes["without scaling the softmax starts nearly one-hot"] == UPHOLDS
     assert "loss, as a share of its start                   0.1 to 0.5                   below 0.1" in result.stdout
-    assert "NOT THE PAGE'S PICTURE at these settings" in result.stdout and "CONTRADICTS" not in result.stdout
+    assert "NOT AS THE PAGE SAYS" in result.stdout and "CONTRADICTS" not in result.stdout
 
 
 @pytest.mark.reads(NARROW)

@@ -81,14 +81,14 @@ def test_coordinate_index_slip_breaks_the_rotation(monkeypatch, capsys):
         return np.where(np.arange(d) % 2 == 0, np.sin(angle), np.cos(angle))
 
     status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, sinusoidal_pe=slipped_pe)
-    assert status == 1 and verdicts[0].startswith("Verdict: CONTRADICTS THE PAGE")
+    assert status == 1 and verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
 
 
 def test_an_unbounded_tag_or_a_bounded_contrast_flips_the_verdict(monkeypatch, capsys):
     module = load_script(NEW[1])
     status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, sinusoidal_pe=lambda p, d: module.np.repeat(
         p[:, None] / 49.0, d, axis=1))
-    assert status == 1 and "CONTRADICTS" in verdicts[0]
+    assert status == 1 and "NOT AS THE PAGE SAYS" in verdicts[0]
     status, verdicts = run_main(NEW[1], [], monkeypatch, capsys, index_tag=lambda p, d, seen: module.np.tanh(
         module.index_tag(p, d, seen)))
     assert status == 1 and "index tag leaves [-1, 1], rotation fails on it: False" in verdicts[0]
@@ -117,7 +117,7 @@ def test_the_verdict_is_about_the_tags_and_leaves_their_use_to_week2_12(monkeypa
 
     with collected() as got:
         status, verdicts = run_main(NEW[1], ["--d-model", "16"], monkeypatch, capsys, sinusoidal_pe=slipped_pe)
-    assert status == 1 and verdicts[0].startswith("Verdict: NOT THE PAGE'S PICTURE at these settings")
+    assert status == 1 and verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
     assert {r["name"]: r["outcome"] for r in got} == {tags: "contradicts the page", model: "not tested here"}
 
 
@@ -146,10 +146,10 @@ def test_residual_verdict_and_its_flips(monkeypatch, capsys, tmp_path):
     assert verdicts[0] == PAGE_15 and "wrong, as the page says" in verdicts[1]
     # The other world: sublayers big enough that the plain stack keeps its gradient.
     _, verdicts = run_main(NEW[2], ["--scale", "2.06", *figure], monkeypatch, capsys)
-    assert verdicts[0].startswith("Verdict: NOT THE PAGE'S PICTURE")
+    assert verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
     # A wrong residual wiring, 2 F(x) instead of x + F(x): no shortcut, so no verdict for it.
     _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, residual=lambda x, F: F(x) + F(x))
-    assert verdicts[0].startswith("Verdict: NOT THE PAGE'S PICTURE")
+    assert verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
     # Sublayers that do not cancel their input: the 'guarantee' is then not refuted.
     module = load_script(NEW[2])
     _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, cancelling=module.residual)

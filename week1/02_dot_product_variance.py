@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.live import Blit, View, add_slider, allowed, show
-from common.records import outcome, record
+from common.records import record
 
 import numpy as np
 
@@ -51,8 +51,8 @@ def lesson(args):
         scaled.append(scaled_var)
         print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
     gap = max(abs(v - 1) for v in scaled)
-    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap, f"every |scaled_var - 1| under {near:.3f}",
-           outcome(gap < near))
+    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap < near, value=gap,
+           threshold=f"every |scaled_var - 1| under {near:.3f}")
     # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
     # so softmax sees scores of the same spread whatever the head width.
     return printed

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.maths import softmax
-from common.records import check, outcome, record
+from common.records import check, record
 
 import numpy as np
 
@@ -50,8 +50,9 @@ def lesson(args):
     print(f"alignment scores={np.array2string(e, precision=3)}")
     check("the weights sum to 1", f"alpha={np.array2string(alpha, precision=3)}; sum={alpha.sum():.6f}",
           abs(alpha.sum() - 1) < 1e-6, value=alpha.sum(), threshold="within 1e-6 of 1")
-    record("the highest score gets the biggest weight", int(np.argmax(alpha)), f"= {int(np.argmax(e))}, the "
-           "highest score's place", outcome(np.argmax(alpha) == np.argmax(e)))
+    record("the highest score gets the biggest weight", np.argmax(alpha) == np.argmax(e),
+           value=int(np.argmax(alpha)), threshold=f"= {int(np.argmax(e))}, the "
+           "highest score's place")
     print(f"context={np.array2string(c, precision=3)}")
     print(f"  (one score e and one weight alpha per source word;\n"
           f"   the context is {d} numbers, like each encoder state)")

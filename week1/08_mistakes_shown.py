@@ -25,9 +25,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, knob, lesson_args
-from common.printing import n_params, vec
+from common.printing import n_params, vec, yes
 from common.records import UPHOLDS
-from common.report import MOVES, Finding, Ledger, moved, yes
+from common.report import MOVES, Finding, Ledger, moved
 
 import torch
 import torch.nn as nn

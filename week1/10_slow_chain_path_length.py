@@ -34,7 +34,7 @@ from common import run
 from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import check, outcome, record, said
+from common.records import check, record, said
 
 import torch
 
@@ -160,11 +160,11 @@ def lesson(args):
           f"    (it fades if that is below {FADED:g})")
     print(f"  attention: word 1 / average word {min(a[2] for a in att):.2f}..{max(a[2] for a in att):.2f} "
           f"over all T (like any word if within a factor {FACTOR} of 1)")
-    record("along the RNN word 1 fades", rnn[-1][1] / rnn[0][1], f"below {FADED:g} of its size at T={Ts[0]}",
-           outcome(fades))
+    record("along the RNN word 1 fades", fades, value=rnn[-1][1] / rnn[0][1],
+           threshold=f"below {FADED:g} of its size at T={Ts[0]}")
     shares = [a[2] for a in att]
-    record("through attention word 1 counts like any word", f"{min(shares):.2f}..{max(shares):.2f}",
-           f"within a factor {FACTOR} of the average word at every T", outcome(direct))
+    record("through attention word 1 counts like any word", direct, value=f"{min(shares):.2f}..{max(shares):.2f}",
+           threshold=f"within a factor {FACTOR} of the average word at every T")
     print(f"Verdict: {said(True)}" if fades and direct else
           f"Verdict: {said(False)} (RNN fades: {fades}; attention direct: {direct})")
     # Attention's size falls only like 1/T because T words share its weights; the RNN's

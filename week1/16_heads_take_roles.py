@@ -53,7 +53,7 @@ def self_attention(x, model, heads, knock_out=()):
         return t.view(B, T, heads, d_k).transpose(1, 2)
 
     Q, K, V = split(x @ model["W_Q"]), split(x @ model["W_K"]), split(x @ model["W_V"])
-    scores = Q @ K.transpose(-1, -2) / math.sqrt(d_k) + MASK[:T, :T]  # [B, h, T, T]
+    scores = (Q @ K.transpose(-1, -2) / math.sqrt(d_k)).masked_fill(MASK[:T, :T], -math.inf)  # [B, h, T, T]
     alpha = torch.softmax(scores, dim=-1)  # each row sums to 1; a later word gets 0
     concat = (alpha @ V).transpose(1, 2).reshape(B, T, d)  # [B, T, d]: [head 1 | head 2 | ...]
     W_O = model["W_O"]

@@ -22,7 +22,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, set_quietly, show
 from common.maths import softmax
 from common.printing import vec
-from common.records import check, outcome, record
+from common.records import check, record
 
 import numpy as np
 import torch
@@ -63,8 +63,8 @@ def lesson(args):
     print("weights after masking the scores (rows = queries, columns = keys):")
     for i in range(T):
         print(f"row {i + 1}: {vec(weights[i])}; sum={weights[i].sum():.4f}")
-    record("every row's weights sum to 1", np.abs(weights.sum(axis=1) - 1).max(), "every row within 1e-9 of 1",
-           outcome(np.abs(weights.sum(axis=1) - 1).max() < 1e-9))
+    record("every row's weights sum to 1", np.abs(weights.sum(axis=1) - 1).max() < 1e-9,
+           value=np.abs(weights.sum(axis=1) - 1).max(), threshold="every row within 1e-9 of 1")
     check("the future gets exactly zero weight", f"summed future weight={weights[mask == 1].sum()}",
           weights[mask == 1].sum() == 0, value=weights[mask == 1].sum(), threshold="exactly 0")
     print("  (all the weight on blocked cells, added up: exactly zero, because exp(-inf) = 0)")

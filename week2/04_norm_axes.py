@@ -22,7 +22,7 @@ from common import run
 from common.cli import SEED, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import check, outcome, record
+from common.records import check, record
 
 import numpy as np
 import torch
@@ -79,8 +79,8 @@ def lesson(args):
     print(f"BatchNorm with one value per feature, by hand (eps=1e-5): "
           f"{fmt(normalize(one, axes=0, eps=1e-5))}\n  (x - mean = 0, so the output is beta)")
     single = normalize(one, axes=0, eps=1e-5)
-    record("BatchNorm of one value gives zero (beta)", np.abs(single).max(), "every output exactly 0",
-           outcome(np.abs(single).max() == 0))
+    record("BatchNorm of one value gives zero (beta)", np.abs(single).max() == 0,
+           value=np.abs(single).max(), threshold="every output exactly 0")
     try:
         nn.BatchNorm1d(3)(torch.tensor(one, dtype=torch.float32))
         check("torch refuses BatchNorm of one value per feature", "  torch: no error", False, value="no error",

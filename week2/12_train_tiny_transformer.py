@@ -141,7 +141,8 @@ def decoder_states(model, memory, src_mask, dec_in, causal=True, without=None):
     """The decoder's output vectors [B, T, d], and the cross-attention [B, h, T, S]."""
     self_mask = padding_mask(dec_in)  # [B, 1, 1, T]
     if causal:
-        self_mask = self_mask + causal_mask(dec_in.shape[1])  # [B, 1, T, T]: the future hidden
+        T_in = dec_in.shape[1]  # [B, 1, T, T]: the future hidden
+        self_mask = self_mask + torch.zeros(T_in, T_in).masked_fill(causal_mask(T_in), -math.inf)
     return decoder_layer(model["decoder"], decoder_input(model, dec_in, without), memory, self_mask, src_mask)
 
 
@@ -356,8 +357,8 @@ def attention_against_torch(model, src, tgt, causal=True):
     dec_in = shift_right(tgt)
     memory, src_mask = encode(model, src)  # [N, S, d]
     x_src, x_dec = embed(model, src), embed(model, dec_in)  # [N, S, d], [N, T, d]
-    self_mask = padding_mask(dec_in) + (causal_mask(T) if causal else 0)
-    future = causal_mask(T) < 0 if causal else torch.zeros(T, T, dtype=torch.bool)
+    self_mask = padding_mask(dec_in) + (torch.zeros(T, T).masked_fill(causal_mask(T), -math.inf) if causal else 0)
+    future = causal_mask(T) if causal else torch.zeros(T, T, dtype=torch.bool)
     blocks = [(model["encoder"]["self_attn"], x_src, x_src, src_mask, src == PAD, False),  # (torch's masks: True =
               (model["decoder"]["self_attn"], x_dec, x_dec, self_mask, dec_in == PAD, future),  # hidden)
               (model["decoder"]["cross_attn"], x_dec, memory, src_mask, src == PAD, False)]

@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import int_range, knob, lesson_args
 from common.printing import n_params
-from common.records import check, outcome, record
+from common.records import check, record
 
 import torch
 import torch.nn as nn
@@ -112,10 +112,10 @@ def lesson(args):
     print(f"Embedding [V, d] + output layer without bias: untied {n_untied:,} = 2Vd;\n"
           f"  tied {n_tied:,} = Vd (one shared tensor, counted once)")
 
-    record("torch without biases holds 8d^2 + 2df + 3d", n_params(no_bias_layer), f"= {weights + gammas:,}",
-           outcome(n_params(no_bias_layer) == weights + gammas))
-    record("a tied weight counts once, untied twice", f"tied {n_tied:,}, untied {n_untied:,}",
-           f"tied = Vd = {V * d:,}; untied = 2Vd", outcome(n_tied == V * d and n_untied == 2 * V * d))
+    record("torch without biases holds 8d^2 + 2df + 3d", n_params(no_bias_layer) == weights + gammas,
+           value=n_params(no_bias_layer), threshold=f"= {weights + gammas:,}")
+    record("a tied weight counts once, untied twice", n_tied == V * d and n_untied == 2 * V * d,
+           value=f"tied {n_tied:,}, untied {n_untied:,}", threshold=f"tied = Vd = {V * d:,}; untied = 2Vd")
     checks = [*equal.values(), n_params(no_bias_layer) == weights + gammas,
               n_tied == V * d, n_untied == 2 * V * d]
     check("every count by formula equals torch's", "Verdict: every count by formula equals torch's own count, as the "

@@ -112,7 +112,7 @@ def lesson(args):
     print(f"  (lost = below 1/100 or above 100; near 1 = between 1/{NEAR_ONE:g} and {NEAR_ONE:g})")
     check("the residual path carries the gradient down; the plain stack loses it",
           "Verdict: as the page says: the residual path carried the gradient down; the plain stack lost it"
-          if plain_lost and residual_near else "Verdict: NOT THE PAGE'S PICTURE at these settings: it needs the "
+          if plain_lost and residual_near else "Verdict: NOT AS THE PAGE SAYS: it needs the "
           "plain stack to lose the gradient and the residual one to keep it near 1", plain_lost and residual_near,
           value=f"plain {at_input['plain']:.2g}, residual {at_input['residual']:.2g}",
           threshold=f"plain below 1/100 or above 100; residual between 1/{NEAR_ONE:g} and {NEAR_ONE:g}")

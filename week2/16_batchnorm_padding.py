@@ -101,7 +101,7 @@ def lesson(args):
     bn_moved, ln_still = change["BatchNorm"] > TOLERANCE, change["LayerNorm"] <= TOLERANCE
     check("padding moves BatchNorm's real tokens, not LayerNorm's", "Verdict: as the page says: padding moved "
           f"BatchNorm's outputs for the real tokens\n  (by more than {TOLERANCE:g}) and left LayerNorm's untouched"
-          if bn_moved and ln_still else f"Verdict: NOT THE PAGE'S PICTURE here: BatchNorm moved: {bn_moved}; "
+          if bn_moved and ln_still else f"Verdict: NOT AS THE PAGE SAYS here: BatchNorm moved: {bn_moved}; "
           f"LayerNorm untouched: {ln_still}", bn_moved and ln_still,
           value=f"BatchNorm {change['BatchNorm']:.4f}, LayerNorm {change['LayerNorm']:.2g}",
           threshold=f"BatchNorm's change above {TOLERANCE:g}, LayerNorm's at most {TOLERANCE:g}")

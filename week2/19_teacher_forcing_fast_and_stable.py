@@ -45,7 +45,8 @@ LEARNED = 0.75  # a decoder has learned the task: above this share of totals rig
 NOT_YET = 0.5  # it has not: below this share
 JUMP = 0.25  # a loss curve jumps: the loss rises more than this above its lowest so far
 SLIP_AT = 2  # the slip handed in: the total before place 3 (index 2) is off by one
-MASK = causal_mask(T, torch.float64)  # [T, T]: -inf hides later places (week2/01)
+# [T, T]: -inf hides later places (week2/01)
+MASK = torch.zeros(T, T, dtype=torch.float64).masked_fill(causal_mask(T), -math.inf)
 
 
 def totals(x):
