@@ -3,13 +3,16 @@
 (a belief, one measurement run in two worlds, a computed verdict). Prints as it goes, and
 hands run_all a record of each value, belief and bullet (common/records.py), named by its
 section and label, or by the belief or bullet itself; finish() gives the exit status.
-moved() is the mistakes scripts' shared test of a change."""
+moved() is the mistakes scripts' shared test of a change, weights_of() their look at the
+weights an attention function uses."""
 import re
 import textwrap
 from dataclasses import dataclass
 from fractions import Fraction
 
 from common.records import record
+
+import torch
 
 WIDTH = 100  # a belief's lines are wrapped to this many characters
 MOVES = 1e-9  # the mistakes scripts' "moves": far above float64 rounding (about 1e-16)
@@ -20,6 +23,12 @@ def moved(a, b, tolerance=MOVES):
     or the shape? This is what "moves" and "changes" mean in the mistakes scripts (week1/08,
     week2/11), where every number is float64 and 1e-9 is far above its rounding."""
     return a.shape != b.shape or bool((a - b).abs().max() > tolerance)
+
+
+def weights_of(attend, q, k):
+    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
+    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
+    return attend(q, k, torch.eye(k.shape[-2], dtype=q.dtype)[None])  # [1, T_q, T_k]
 
 
 def like(value, page):
