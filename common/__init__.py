@@ -5,9 +5,12 @@ The lessons themselves (attention, masks, counts, ...) live in the scripts, not 
 Importing `common` (every script does, before numpy and torch) sets one thing up, because
 it must be in place before those imports: a missing numpy, torch or matplotlib becomes one
 line that says how to set up, instead of a traceback (sys.excepthook). Everything else a
-lesson's run needs is done by run(main), the last line of every lesson.
+lesson's run needs is done by run(main), the last line of every lesson. In a notebook kernel
+neither touches the kernel's own hooks and signal handlers (common/notebook.py).
 """
 import sys
+
+from common.notebook import kernel
 
 
 def _quiet_hook(kind, error, traceback):
@@ -28,7 +31,8 @@ def _quiet_hook(kind, error, traceback):
     print(f"{script}: this Python ({sys.executable}) has no {name}; {how}", file=sys.stderr)
 
 
-sys.excepthook = _quiet_hook  # first of all: a Ctrl-C from here on says one word
+if kernel() is None:
+    sys.excepthook = _quiet_hook  # first of all: a Ctrl-C from here on says one word
 
 import os  # noqa: E402
 import signal  # noqa: E402
@@ -47,13 +51,22 @@ def venv_python():
     return windows if windows.exists() else REPO_ROOT / ".venv" / "bin" / "python"
 
 
-
-
 def run(main):
     """Run a lesson's main() as a command-line tool runs: piped into `head`, it stops quietly
     when the pipe closes; Ctrl-C at any moment ends it with the one word `stopped` (the shell
     shows status 130); once main() has returned, with its output complete, a Ctrl-C no
-    longer interrupts the interpreter's own shutdown. Exits with main()'s status."""
+    longer interrupts the interpreter's own shutdown. Exits with main()'s status.
+    In a notebook kernel (`%run`): Interrupt ends it with `stopped`, and the kernel goes on;
+    a status other than 0 is raised as SystemExit, which the notebook shows."""
+    if kernel() is not None:
+        try:
+            status = main()
+        except KeyboardInterrupt:
+            print("stopped", file=sys.stderr)
+            return
+        if status:
+            raise SystemExit(status)
+        return
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
     status = main()

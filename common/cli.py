@@ -186,6 +186,9 @@ def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, l
     limits(args): None, or why these settings cannot run, in one line (too_big() words it
         for sizes); it becomes a usage error, before any work.
     print_only: knobs that change only what is printed, not what is computed.
+    argv: the arguments (a list); None: the command line's, when the command line ran this
+        lesson (`python lesson.py`, `%run lesson.py`), else none: a lesson imported in a
+        notebook cell never reads the kernel launcher's arguments.
 
     Returns the parsed arguments, with args.at_defaults: every knob but print_only at its
     default (the page's setup)."""
@@ -198,6 +201,9 @@ def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, l
         parser.add_argument("--figure", type=png_path, default=None, help=figure)
     if live is not None:
         add_live(parser, live)
+    if argv is None:
+        ran = bool(sys.argv and sys.argv[0]) and Path(sys.argv[0]).resolve() == Path(script).resolve()
+        argv = sys.argv[1:] if ran else []
     args = parser.parse_args(argv)
     problem = limits(args) if limits else None
     if problem:

@@ -1,6 +1,7 @@
-"""Figure saving: Agg backend (no display needed), fixed size and metadata, so a figure
-comes out with the same pixels on every run; the `saved ...` line names the file from the
-folder you ran the script in.
+"""Figure saving: fixed size and metadata, so a figure comes out with the same pixels on
+every run; the `saved ...` line names the file from the folder you ran the script in.
+A script draws with Agg (no display needed); in a notebook kernel the backend stays the one
+the learner chose, and every figure is also shown inline, saved or not (common/notebook.py).
 
 Where a figure goes:
   - --figure PATH.png: there, whatever the other knobs;
@@ -12,16 +13,19 @@ Where a figure goes:
 Every save is atomic: the PNG is written to a temporary file beside its target and then
 renamed over it, so an interruption (Ctrl-C) never leaves a half-written image.
 """
+import io
 import os
 import tempfile
 from pathlib import Path
 
 from common import OUTPUT_ROOT, REPO_ROOT
 from common.cli import shown
+from common.notebook import kernel, show_png
 
 import matplotlib
 
-matplotlib.use("Agg")
+if kernel() is None:
+    matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 DPI = 100
@@ -40,6 +44,10 @@ def figure_path(args, default):
     return Path(root) / Path(default).resolve().relative_to(REPO_ROOT) if root else default
 
 
+def write_png(fig, file):
+    fig.savefig(file, format="png", dpi=DPI, metadata={"Software": None})
+
+
 def save_atomically(fig, path):
     """fig as PNG at path, all or nothing: a temporary file in the same folder, then a rename."""
     path = Path(path).resolve()
@@ -47,7 +55,7 @@ def save_atomically(fig, path):
     handle, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".png.tmp", dir=path.parent)
     try:
         with os.fdopen(handle, "wb") as file:
-            fig.savefig(file, format="png", dpi=DPI, metadata={"Software": None})
+            write_png(fig, file)
         os.chmod(temporary, 0o644)  # mkstemp makes it private; a figure is for everyone to read
         os.replace(temporary, path)
     finally:
@@ -56,12 +64,20 @@ def save_atomically(fig, path):
 
 
 def save_figure(fig, path):
-    """Write fig as PNG to path (if any) and close it; return the line to print."""
-    if path is None:
-        plt.close(fig)
-        return "figure not saved: these settings are not the defaults (add --figure PATH.png to save it)"
+    """Write fig as PNG to path (if any), show it inline in a notebook, and close it; return
+    the line to print."""
     try:
-        save_atomically(fig, path)
+        if path is not None:
+            save_atomically(fig, path)
+        if kernel() is not None:
+            if path is not None:
+                show_png(Path(path).read_bytes())
+            else:
+                drawn = io.BytesIO()
+                write_png(fig, drawn)
+                show_png(drawn.getvalue())
     finally:
         plt.close(fig)
+    if path is None:
+        return "figure not saved: these settings are not the defaults (add --figure PATH.png to save it)"
     return f"saved {shown(path)}"

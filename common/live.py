@@ -24,12 +24,18 @@ the lowest layer of moving artists it changed.
 
 Keyboard: the arrow keys move the active slider (the last one clicked; at first, the
 first one) by one step; `q` closes the window (matplotlib's own key).
+
+In a notebook kernel the same View opens inline instead (common/notebook.py), and a
+training's window is an image refreshed while the cell runs.
 """
 import os
 import sys
 import time
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from common.notebook import TrainingDisplay, ipympl_active, kernel, show_view
 
 # matplotlib (about a second to import here) is imported by the functions below, when a
 # window is wanted: a lesson run without --live does not load it for a window it never opens.
@@ -160,9 +166,12 @@ def why_no_window(instead):
 
 
 def need_window(parser):
-    """Exit with one line and status 2 if no window can open; else make the next figures windows."""
+    """Exit with one line and status 2 if no window can open; else make the next figures windows.
+    In a notebook kernel the view opens inline, with the backend the learner chose: nothing to do."""
     from common.figures import plt
 
+    if kernel() is not None:
+        return
     saves = any("--figure" in action.option_strings for action in parser._actions)
     problem = why_no_window("save the picture with --figure PATH.png" if saves else
                             "run it without --live for the printed lines and the other flags to try")
@@ -257,16 +266,29 @@ def move(slider, direction):
     slider.set_val(min(max(value, low), high))
 
 
+def window_title():
+    """The lesson's name, to title its windows: week2/01_causal_mask (not matplotlib's "Figure 1")."""
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    return f"{script.parent.name}/{script.stem}" if script is not None and script.suffix == ".py" else "Try it"
+
+
 def show(build, *args):
     """Build the window's View, build(*args), and hand it to the learner; return when it is
-    closed. Closing any open window (a training's, say) closes them all: one `q` ends the run."""
+    closed. Closing any open window (a training's, say) closes them all: one `q` ends the run.
+    In a notebook kernel the View is shown inline and this returns at once (its controls stay live)."""
     from common.figures import plt
 
+    notebook = kernel() is not None
     with window_style():  # the widgets' callbacks run inside plt.show(), so they draw in the style too
-        view = build(*args)
+        with plt.ioff() if notebook else nullcontext():  # (ipympl would show it twice)
+            view = build(*args)
         sliders = [w for w in view.widgets.values() if hasattr(w, "valmin")]
-        if sliders:
+        if sliders and (not notebook or ipympl_active()):
             arrow_keys(view.fig, sliders)
+        if notebook:
+            show_view(view)
+            return
+        view.fig.canvas.manager.set_window_title(window_title())
         close_together([plt.figure(number) for number in plt.get_fignums()])
         plt.show()
 
@@ -296,10 +318,15 @@ class TrainingWindow:
     def __init__(self, build, *args):
         from common.figures import plt
 
+        self.inline = None  # in a notebook: the image that stands for the window
         with window_style():
-            self.view, self.redraw = build(*args)
+            with plt.ioff() if kernel() is not None else nullcontext():
+                self.view, self.redraw = build(*args)
             self.view.fig.canvas.mpl_connect("close_event", self.closed)
-            if plt.get_backend().lower() != "agg":
+            if kernel() is not None:
+                self.inline = TrainingDisplay(self.view.fig)
+            elif plt.get_backend().lower() != "agg":
+                self.view.fig.canvas.manager.set_window_title(window_title() + ": training")
                 plt.show(block=False)  # the window opens now; the script goes on training
             else:  # (Agg, in the tests, has no window to open: its first draw, as opening one draws)
                 self.view.fig.canvas.draw()
@@ -318,6 +345,9 @@ class TrainingWindow:
                     self.view.blit.update()
                 else:
                     self.view.fig.canvas.draw_idle()
-                self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
+                if self.inline is not None:
+                    self.inline.refresh()
+                else:
+                    self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
             cost = 0.0 if first else time.monotonic() - start
             self.next = time.monotonic() + max(REDRAW_EVERY, cost / DRAWING_SHARE)
