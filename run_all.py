@@ -57,8 +57,7 @@ import traceback
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common import OUTPUT_ROOT
-from common.cli import shown
+from common import OUTPUT_ROOT, shown
 from common.records import CONTRADICTS, MARK, NOT_TESTED, RECORDS, RETIRED, UPHOLDS
 
 ROOT = Path(__file__).resolve().parent

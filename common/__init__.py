@@ -45,6 +45,21 @@ PACKAGES = {"numpy", "torch", "matplotlib"}
 OUTPUT_ROOT = "LESSONS_OUTPUT_ROOT"
 
 
+def shown(path, root=REPO_ROOT):
+    """A path as a learner types it from the current folder: relative when it lies inside
+    that folder, or when both lie inside the repo (`root`); absolute otherwise (also across
+    Windows drives)."""
+    path, here = os.path.abspath(path), os.getcwd()  # abspath keeps a venv's symlink
+
+    def within(inner, outer):
+        try:
+            return os.path.commonpath([inner, outer]) == str(outer)
+        except ValueError:  # another drive
+            return False
+
+    return os.path.relpath(path) if within(path, here) or (within(path, root) and within(here, root)) else path
+
+
 def venv_python():
     """The lessons' environment's interpreter, as `make check` creates it."""
     windows = REPO_ROOT / ".venv" / "Scripts" / "python.exe"

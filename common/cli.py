@@ -3,14 +3,13 @@ value or a combination too big to run is a one-line usage error, and the "Try it
 suggestions are whole commands that work as printed."""
 import argparse
 import math
-import os
 import re
 import shlex
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import REPO_ROOT
+from common import shown
 
 # What one run may hold and do. A run over either limit is refused before it starts.
 MAX_NUMBERS = 32_000_000  # numbers in the largest array: 256 MB in float64, so the few live
@@ -70,21 +69,6 @@ def png_path(text):
     except OSError as error:
         raise argparse.ArgumentTypeError(f"cannot write {text!r}: {error.strerror}") from None
     return path
-
-
-def shown(path, root=REPO_ROOT):
-    """A path as a learner types it from the current folder: relative when it lies inside
-    that folder, or when both lie inside the repo (`root`); absolute otherwise (also across
-    Windows drives)."""
-    path, here = os.path.abspath(path), os.getcwd()  # abspath keeps a venv's symlink
-
-    def within(inner, outer):
-        try:
-            return os.path.commonpath([inner, outer]) == str(outer)
-        except ValueError:  # another drive
-            return False
-
-    return os.path.relpath(path) if within(path, here) or (within(path, root) and within(here, root)) else path
 
 
 def command(script):
@@ -174,41 +158,80 @@ def knob(*flags, **options):
     return Knob(flags, options)
 
 
-def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, limits=None, print_only=(),
-                argv=None):
-    """A lesson's whole command line, in one call.
+@dataclass(frozen=True)
+class Lesson:
+    """What a lesson declares about itself, once, at the top of its optional part: read by its
+    own main() (`args = LESSON.args(argv)`) and, without running it, by the tools around it:
+    the tests (its flags and their ranges, its Try it commands, whether --live follows a
+    training) and the notebooks' generator (where on the pages it belongs).
 
+    page: (page, section): ("week2", 2) is Week 2, section 2; ("eli5", 1) the ELI5 page's first
+        move; ("week1", "worked examples") or ("week1", "mistakes") for the lessons that
+        cover a whole page (notebooks/generate.py names the sections).
     knobs: [knob(...), ...]; --help shows each flag's range and default.
     try_it: [(arguments, what to look for), ...]; --help prints each as a whole command.
     figure: the help of --figure (where the figure goes), if the lesson saves one.
-    live: what its --live window lets you try, if it has one; with --live, whether a window
+    live: what its --live view lets you try, if it has one; with --live, whether a window
         can open here is settled before any work (one line and status 2 if not).
+    training: its --live view follows a training as it learns (then shows the last figure).
     limits(args): None, or why these settings cannot run, in one line (too_big() words it
         for sizes); it becomes a usage error, before any work.
-    print_only: knobs that change only what is printed, not what is computed.
-    argv: the arguments (a list); None: the command line's, when the command line ran this
-        lesson (`python lesson.py`, `%run lesson.py`), else none: a lesson imported in a
-        notebook cell never reads the kernel launcher's arguments.
+    print_only: knobs that change only what is printed, not what is computed."""
+    script: str
+    page: tuple
+    description: str
+    knobs: tuple = ()
+    try_it: tuple = ()
+    figure: str | None = None
+    live: str | None = None
+    training: bool = False
+    limits: object = None
+    print_only: tuple = ()
 
-    Returns the parsed arguments, with args.at_defaults: every knob but print_only at its
-    default (the page's setup)."""
-    from common.live import add_live, need_window
+    @property
+    def name(self):
+        """weekN/NN_name, as run_all.py names it."""
+        path = Path(self.script)
+        return f"{path.parent.name}/{path.stem}"
 
-    parser = lesson_parser(script, description, try_it)
-    for flag in knobs:
-        parser.add_argument(*flag.flags, **flag.options)
-    if figure is not None:
-        parser.add_argument("--figure", type=png_path, default=None, help=figure)
-    if live is not None:
-        add_live(parser, live)
-    if argv is None:
-        ran = bool(sys.argv and sys.argv[0]) and Path(sys.argv[0]).resolve() == Path(script).resolve()
-        argv = sys.argv[1:] if ran else []
-    args = parser.parse_args(argv)
-    problem = limits(args) if limits else None
-    if problem:
-        parser.error(problem)
-    if getattr(args, "live", False):
-        need_window(parser)
-    args.at_defaults = at_defaults(parser, args, ignore=print_only)
-    return args
+    def parser(self):
+        """The lesson's argument parser (nothing is parsed)."""
+        from common.live import add_live
+
+        parser = lesson_parser(self.script, self.description, self.try_it)
+        for flag in self.knobs:
+            parser.add_argument(*flag.flags, **flag.options)
+        if self.figure is not None:
+            parser.add_argument("--figure", type=png_path, default=None, help=self.figure)
+        if self.live is not None:
+            add_live(parser, self.live)
+        return parser
+
+    def args(self, argv=None):
+        """The lesson's command line, parsed: argv a list of arguments; None: the command
+        line's, when the command line ran this lesson (`python lesson.py`, `%run lesson.py`),
+        else none (a lesson imported in a notebook cell never reads the kernel launcher's).
+        A bad value or a combination too big to run is a one-line usage error, before any
+        work; so is --live where no window can open. Returns the arguments, with
+        args.at_defaults: every knob but print_only at its default (the page's setup)."""
+        from common.live import need_window
+
+        parser = self.parser()
+        if argv is None:
+            ran = bool(sys.argv and sys.argv[0]) and Path(sys.argv[0]).resolve() == Path(self.script).resolve()
+            argv = sys.argv[1:] if ran else []
+        args = parser.parse_args(argv)
+        problem = self.limits(args) if self.limits else None
+        if problem:
+            parser.error(problem)
+        if getattr(args, "live", False):
+            need_window(parser)
+        args.at_defaults = at_defaults(parser, args, ignore=self.print_only)
+        return args
+
+
+def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, limits=None, print_only=(),
+                argv=None):
+    """The earlier form of Lesson(...).args(argv): kept only until every lesson declares a LESSON."""
+    return Lesson(script, (), description, tuple(knobs), tuple(try_it), figure, live, False, limits,
+                  tuple(print_only)).args(argv)

@@ -18,8 +18,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from common import OUTPUT_ROOT, REPO_ROOT
-from common.cli import shown
+from common import OUTPUT_ROOT, REPO_ROOT, shown
 from common.notebook import kernel, show_png
 
 import matplotlib

@@ -139,7 +139,7 @@ def add_live(parser, what):
 def why_no_window(instead):
     """None if a window can open here (the figures made next will be windows); else the
     reason in words, ending with `instead`: what to do without a window."""
-    from common.figures import plt
+    import matplotlib.pyplot as plt
 
     backend = os.environ.get("MPLBACKEND", "")
     if backend.lower() in ("agg", "pdf", "svg", "ps", "cairo", "template"):
@@ -168,7 +168,7 @@ def why_no_window(instead):
 def need_window(parser):
     """Exit with one line and status 2 if no window can open; else make the next figures windows.
     In a notebook kernel the view opens inline, with the backend the learner chose: nothing to do."""
-    from common.figures import plt
+    import matplotlib.pyplot as plt
 
     if kernel() is not None:
         return
@@ -184,7 +184,7 @@ def need_window(parser):
 @contextmanager
 def window_style():
     """Text readable on a laptop screen, for what is drawn inside (and only inside) the block."""
-    from common.figures import plt
+    import matplotlib.pyplot as plt
 
     with plt.rc_context({"font.size": FONT_SIZE}):
         yield
@@ -276,7 +276,7 @@ def show(build, *args):
     """Build the window's View, build(*args), and hand it to the learner; return when it is
     closed. Closing any open window (a training's, say) closes them all: one `q` ends the run.
     In a notebook kernel the View is shown inline and this returns at once (its controls stay live)."""
-    from common.figures import plt
+    import matplotlib.pyplot as plt
 
     notebook = kernel() is not None
     with window_style():  # the widgets' callbacks run inside plt.show(), so they draw in the style too
@@ -295,7 +295,7 @@ def show(build, *args):
 
 def close_together(figures):
     """Closing one of these windows closes the others."""
-    from common.figures import plt
+    import matplotlib.pyplot as plt
 
     def close_all(event):
         for fig in figures:
@@ -316,7 +316,7 @@ class TrainingWindow:
     redraws, to show where the training ended. Closing the window lets the training finish."""
 
     def __init__(self, build, *args):
-        from common.figures import plt
+        import matplotlib.pyplot as plt
 
         self.inline = None  # in a notebook: the image that stands for the window
         with window_style():

@@ -150,8 +150,7 @@ class WidgetView:
 def off_pyplot(fig):
     """The figure kept out of pyplot (the backend shows every figure pyplot holds at the cell's
     end, or after %run), drawn by an Agg canvas of its own; its callbacks stay connected."""
-    from common.figures import plt
-
+    import matplotlib.pyplot as plt
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     plt.close(fig)
@@ -163,7 +162,7 @@ def show_view(view):
     """Show a live View in the notebook; returns what drives it (its canvas under ipympl, else a
     WidgetView). A View with no controls is the figure the run saved (a training's last figure):
     shown inline already, where it was saved."""
-    from common.figures import plt
+    import matplotlib.pyplot as plt
 
     if not view.widgets:
         plt.close(view.fig)
