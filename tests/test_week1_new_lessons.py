@@ -161,6 +161,14 @@ def test_a_wrong_attention_flips_the_shapes_verdict(monkeypatch, capsys, mistake
     assert [as_page(v) for v in verdicts(out)] == [False]
 
 
+@pytest.mark.parametrize(("mistake", "expected"), [("sum of the keys", "upholds the page"),
+                                                   ("softmax over the queries", "contradicts the page")])
+def test_a_softmax_over_the_queries_flips_the_row_sum_line(mistake, expected):
+    """The row-sum line's record: columns of A sum to 1 then, not its rows."""
+    _, outcomes = main_outcomes(load_script(SHAPES), self_attention=wrong_attention(mistake))
+    assert outcomes["every row of A sums to 1"] == expected
+
+
 # ---------------------------------------------------------------- 13: the FFN needs its ReLU
 
 FFN = "week1/13_ffn_needs_relu"
