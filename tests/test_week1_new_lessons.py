@@ -14,10 +14,21 @@ from tests.conftest import SCRIPTS, load_script, main_outcomes
 
 
 def run_main(monkeypatch, capsys, module, name, *argv):
-    """Run the lesson's main() with these arguments; return what it printed."""
+    """Run the lesson's main() with these arguments; return what it printed. What it printed
+    and what it recorded agree: some printed verdict is "NOT AS THE PAGE SAYS" exactly when
+    some record contradicts the page, and a verdict is "not tested" only beside such a record."""
+    from common.records import collected
+
     monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
-    module.main()
-    return capsys.readouterr().out
+    with collected() as records:
+        module.main()
+    out = capsys.readouterr().out
+    outcomes = {r["outcome"] for r in records}
+    assert records and outcomes <= {"upholds the page", "contradicts the page", "not tested here"}
+    assert ("contradicts the page" in outcomes) == any(v.startswith("Verdict: NOT AS THE PAGE SAYS")
+                                                       for v in verdicts(out))
+    assert ("not tested here" in outcomes) == any(v.startswith("Verdict: not tested") for v in verdicts(out))
+    return out
 
 
 def verdicts(out):
