@@ -14,10 +14,21 @@ from tests.conftest import SCRIPTS, load_script, main_outcomes
 
 
 def run_main(monkeypatch, capsys, module, name, *argv):
-    """Run the lesson's main() with these arguments; return what it printed."""
+    """Run the lesson's main() with these arguments; return what it printed. What it printed
+    and what it recorded agree: some printed verdict is "NOT AS THE PAGE SAYS" exactly when
+    some record contradicts the page, and a verdict is "not tested" only beside such a record."""
+    from common.records import collected
+
     monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
-    module.main()
-    return capsys.readouterr().out
+    with collected() as records:
+        module.main()
+    out = capsys.readouterr().out
+    outcomes = {r["outcome"] for r in records}
+    assert records and outcomes <= {"upholds the page", "contradicts the page", "not tested here"}
+    assert ("contradicts the page" in outcomes) == any(v.startswith("Verdict: NOT AS THE PAGE SAYS")
+                                                       for v in verdicts(out))
+    assert ("not tested here" in outcomes) == any(v.startswith("Verdict: not tested") for v in verdicts(out))
+    return out
 
 
 def verdicts(out):
@@ -128,7 +139,7 @@ def test_narrow_widths_leave_the_one_hot_claim_untested(monkeypatch, capsys):
     """The page: one-hot "as d_k grows". Widths up to 16 cannot test it, so no verdict either way."""
     out = run_main(monkeypatch, capsys, load_script(SATURATION), SATURATION, "--d-k", "4", "16", "--sentences", "64")
     first, second = verdicts(out)
-    assert first.startswith("Verdict: not tested at these widths") and "CONTRADICTS" not in out
+    assert first.startswith("Verdict: not tested at these widths") and "NOT AS THE PAGE SAYS" not in out
     assert as_page(second)
 
 
@@ -161,6 +172,14 @@ def test_a_wrong_attention_flips_the_shapes_verdict(monkeypatch, capsys, mistake
     assert [as_page(v) for v in verdicts(out)] == [False]
 
 
+@pytest.mark.parametrize(("mistake", "expected"), [("sum of the keys", "upholds the page"),
+                                                   ("softmax over the queries", "contradicts the page")])
+def test_a_softmax_over_the_queries_flips_the_row_sum_line(mistake, expected):
+    """The row-sum line's record: columns of A sum to 1 then, not its rows."""
+    _, outcomes = main_outcomes(load_script(SHAPES), self_attention=wrong_attention(mistake))
+    assert outcomes["every row of A sums to 1"] == expected
+
+
 # ---------------------------------------------------------------- 13: the FFN needs its ReLU
 
 FFN = "week1/13_ffn_needs_relu"
@@ -191,6 +210,25 @@ def test_a_wrong_product_bias_flips_the_collapse_verdict(monkeypatch, capsys):
     def wrong_collapse(first, second):  # b_1 + b_2 instead of b_1 W_2 + b_2
         return first.weight.T @ second.weight.T, first.bias[: second.out_features] + second.bias
     assert ffn_verdicts(monkeypatch, capsys, collapse=wrong_collapse)[0] is False
+
+
+def test_the_shared_ffn_is_week1_13s_ffn_with_the_relu():
+    """common/blocks.py's feed_forward, given week1/13's two layers, is week1/13's FFN in its
+    world with the ReLU, and both are the page's ReLU(x W_1 + b_1) W_2 + b_2."""
+    from common.blocks import feed_forward
+
+    m = load_script(FFN)
+    torch.manual_seed(0)
+    first, second = nn.Linear(4, 16, dtype=torch.float64), nn.Linear(16, 4, dtype=torch.float64)
+    shared = feed_forward(4, 16).double()
+    shared[0].load_state_dict(first.state_dict())
+    shared[2].load_state_dict(second.state_dict())
+    x = torch.randn(3, 5, 4, dtype=torch.float64)
+    with torch.no_grad():
+        lesson = m.ffn(first, m.WORLDS["with the ReLU"], second)(x)
+        torch.testing.assert_close(shared(x), lesson, rtol=0, atol=1e-12)
+        W_1, b_1, W_2, b_2 = first.weight.T, first.bias, second.weight.T, second.bias  # torch stores [out, in]
+        torch.testing.assert_close(lesson, torch.relu(x @ W_1 + b_1) @ W_2 + b_2, rtol=0, atol=1e-12)
 
 
 def test_best_linear_miss_is_zero_for_a_linear_map_and_one_for_noise():

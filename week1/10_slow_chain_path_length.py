@@ -7,7 +7,7 @@ steps for T words). A Transformer connects any two positions in one layer, a pat
 of O(1)."
 
     RNN:        h_t = tanh(x_t W_xh + h_(t-1) W_hh),   output at word T = h_T
-    attention:  Z = softmax(Q K^T / sqrt(d)) V,  Q = X W_Q, K = X W_K, V = X W_V,
+    attention:  Z = softmax(Q K^T / sqrt(d_k)) V,  Q = X W_Q, K = X W_K, V = X W_V (one head, d_k = d),
                 output at word T = z_T (the last row of Z)
 
 Two measurements, for T = 2, 4, 8, ... words, with torch's real autograd:
@@ -31,10 +31,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import attention
 from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import check, record, said
+from common.records import record, said
 
 import torch
 
@@ -45,18 +46,18 @@ FACTOR = 3  # attention: word 1 / average word stays within 1/3..3 at every T
 
 
 def rnn_output(X, W_xh, W_hh):
-    """Output at the last word, h_T, of a tanh RNN run over X [S, T, d], one word at a time."""
-    h = torch.zeros(X.shape[0], W_hh.shape[0], dtype=X.dtype)  # [S, d]: the state before word 1
+    """Output at the last word, h_T, of a tanh RNN run over X [B, T, d], one word at a time."""
+    h = torch.zeros(X.shape[0], W_hh.shape[0], dtype=X.dtype)  # [B, d]: the state before word 1
     for t in range(X.shape[1]):  # each step needs the previous state: T steps in a row
-        h = torch.tanh(X[:, t] @ W_xh + h @ W_hh)  # [S, d]
+        h = torch.tanh(X[:, t] @ W_xh + h @ W_hh)  # [B, d]
     return h
 
 
 def attention_output(X, W_Q, W_K, W_V):
-    """Output at the last word, z_T, of one self-attention layer over X [S, T, d]."""
-    Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # [S, T, d] each, all words at once
-    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(K.shape[-1]), dim=-1)  # [S, T, T]
-    return (A @ V)[:, -1]  # [S, d]: row T of Z = A V
+    """Output at the last word, z_T, of one self-attention layer over X [B, T, d]."""
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # [B, T, d] each, all words at once
+    Z, A = attention(Q, K, V)  # softmax(Q K^T / sqrt(d_k)) V: Z [B, T, d], A [B, T, T]
+    return Z[:, -1]  # [B, d]: row T of Z
 
 
 def sequential_steps(out, x_1):
@@ -78,17 +79,17 @@ def sequential_steps(out, x_1):
 
 
 def measure(model, words):
-    """Steps from word 1 to the output at the last word, and the sizes [S, T] of
+    """Steps from word 1 to the output at the last word, and the sizes [B, T] of
     d out_T / d x_t for every sentence and word t, by autograd."""
-    x_1 = words[:, :1].clone().requires_grad_()  # [S, 1, d]: word 1 as its own leaf
-    rest = words[:, 1:].clone().requires_grad_()  # [S, T - 1, d]
-    out = model(torch.cat([x_1, rest], dim=1))  # [S, d]: the output at word T
+    x_1 = words[:, :1].clone().requires_grad_()  # [B, 1, d]: word 1 as its own leaf
+    rest = words[:, 1:].clone().requires_grad_()  # [B, T - 1, d]
+    out = model(torch.cat([x_1, rest], dim=1))  # [B, d]: the output at word T
     steps = sequential_steps(out, x_1)
-    size2 = 0  # [S, T]: squared size, summed over the output numbers
+    size2 = 0  # [B, T]: squared size, summed over the output numbers
     for i in range(out.shape[1]):  # one backward pass per output number i: d out_T[i] / d x_t
         g_1, g_rest = torch.autograd.grad(out[:, i].sum(), (x_1, rest), retain_graph=True)
         size2 = size2 + torch.cat([g_1, g_rest], dim=1).pow(2).sum(dim=-1)  # sentences do not mix
-    return steps, size2.sqrt()  # [S, T]: size (Frobenius norm) of d out_T / d x_t
+    return steps, size2.sqrt()  # [B, T]: size (Frobenius norm) of d out_T / d x_t
 
 
 def lengths(max_len):
@@ -118,24 +119,24 @@ def plot(Ts, results):
 
 def lesson(args):
     """Both models on the same random sentences, for T = 2, 4, 8, ...: steps and sizes."""
-    d, S, Ts = args.d, args.sentences, lengths(args.max_len)
+    d, B, Ts = args.d, args.sentences, lengths(args.max_len)
     torch.set_num_threads(1)  # tiny matrices: more threads only add waiting
     g = torch.Generator().manual_seed(args.seed)
     W_xh, W_hh, W_Q, W_K, W_V = (torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d)
                                  for _ in range(5))  # [d, d] each, entries of variance 1/d
     W_hh = args.rnn_gain * W_hh
-    words = torch.randn(S, args.max_len, d, generator=g, dtype=torch.float64)  # [S, T_max, d]
+    words = torch.randn(B, args.max_len, d, generator=g, dtype=torch.float64)  # [B, T_max, d]
     models = {"RNN": lambda X: rnn_output(X, W_xh, W_hh),
               "attention": lambda X: attention_output(X, W_Q, W_K, W_V)}
 
     results = {name: [] for name in models}  # name -> [(steps, mean size for word 1, word 1 / average word)]
     for T in Ts:
         for name, model in models.items():
-            steps, size = measure(model, words[:, :T])  # size [S, T]
+            steps, size = measure(model, words[:, :T])  # size [B, T]
             word_1 = size[:, 0].mean().item()
             results[name].append((steps, word_1, word_1 / size.mean().item()))
 
-    print(f"How word 1 reaches the output at word T (mean of {S} random sentences, d={d}):")
+    print(f"How word 1 reaches the output at word T (mean of {B} random sentences, d={d}):")
     print(f"{'T':>5} | {'RNN steps':>9} {'RNN size':>10} | {'attention steps':>15} {'attention size':>14}")
     for T, (r_steps, r_size, _), (a_steps, a_size, _) in zip(Ts, results["RNN"], results["attention"],
                                                             strict=True):
@@ -150,28 +151,28 @@ def lesson(args):
 
     chain = all(r[0] == length for length, r in zip(Ts, rnn, strict=True)) and all(a[0] == 1 for a in att)
     print("\nClaim: the RNN needs T steps one after another, attention 1 (path length O(T) vs O(1)).")
-    check("the RNN's path is T steps long, attention's 1", f"Verdict: {said(chain)}",
-          chain, value=f"RNN {[r[0] for r in rnn]}, attention {[a[0] for a in att]}",
-          threshold="RNN steps = T at every T; attention steps = 1")
-    fades = rnn[-1][1] < FADED * rnn[0][1]
-    direct = all(1 / FACTOR <= a[2] <= FACTOR for a in att)
+    print(f"Verdict: {said(chain)}")
+    record("the RNN's path is T steps long, attention's 1", chain,
+           value=f"RNN {[r[0] for r in rnn]}, attention {[a[0] for a in att]}",
+           threshold="RNN steps = T at every T; attention steps = 1")
+
+    faded = rnn[-1][1] / rnn[0][1]  # word 1's size at the longest T over its size at T = 2
+    shares = [a[2] for a in att]  # attention: word 1 / average word, at every T
+    fades, direct = faded < FADED, all(1 / FACTOR <= share <= FACTOR for share in shares)
     print("Claim: along the RNN's chain word 1's signal fades; through attention word 1 counts like any word.")
-    print(f"  RNN: word 1's size at T={T} is {readable(rnn[-1][1] / rnn[0][1], 3)} times its size at T={Ts[0]}\n"
+    print(f"  RNN: word 1's size at T={T} is {readable(faded, 3)} times its size at T={Ts[0]}\n"
           f"    (it fades if that is below {FADED:g})")
-    print(f"  attention: word 1 / average word {min(a[2] for a in att):.2f}..{max(a[2] for a in att):.2f} "
+    print(f"  attention: word 1 / average word {min(shares):.2f}..{max(shares):.2f} "
           f"over all T (like any word if within a factor {FACTOR} of 1)")
-    record("along the RNN word 1 fades", fades, value=rnn[-1][1] / rnn[0][1],
-           threshold=f"below {FADED:g} of its size at T={Ts[0]}")
-    shares = [a[2] for a in att]
-    record("through attention word 1 counts like any word", direct, value=f"{min(shares):.2f}..{max(shares):.2f}",
-           threshold=f"within a factor {FACTOR} of the average word at every T")
     print(f"Verdict: {said(True)}" if fades and direct else
           f"Verdict: {said(False)} (RNN fades: {fades}; attention direct: {direct})")
+    record("along the RNN word 1 fades", fades, value=faded, threshold=f"below {FADED:g} of its size at T={Ts[0]}")
+    record("through attention word 1 counts like any word", direct, value=f"{min(shares):.2f}..{max(shares):.2f}",
+           threshold=f"within a factor {FACTOR} of the average word at every T")
     # Attention's size falls only like 1/T because T words share its weights; the RNN's
     # falls by a factor at every step, because word 1 has to pass through all of them.
 
     print(save_figure(plot(Ts, results), figure_path(args, FIGURE)))
-
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
@@ -193,10 +194,10 @@ TRY_IT = [("--rnn-gain 0.5", "smaller recurrent weights: the RNN fades even fast
 
 
 def limits(args):
-    d, S, Ts = args.d, args.sentences, lengths(args.max_len)
+    d, B, Ts = args.d, args.sentences, lengths(args.max_len)
     # per T: d backward passes through both models, each about twice its forward pass
-    return too_big(numbers=S * args.max_len * max(d, args.max_len),
-                   work=sum(2 * d * S * (5 * T * d * d + 2 * T * T * d) for T in Ts),
+    return too_big(numbers=B * args.max_len * max(d, args.max_len),
+                   work=sum(2 * d * B * (5 * T * d * d + 2 * T * T * d) for T in Ts),
                    knobs=("--d", "--max-len", "--sentences"))
 
 

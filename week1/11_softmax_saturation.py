@@ -29,7 +29,7 @@ from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, allowed, show, whole_ticks
-from common.records import check
+from common.records import record, said
 
 import numpy as np
 import torch
@@ -111,30 +111,31 @@ def lesson(args):
     print("   Whether learning then stalls is trained, not assumed, in week1/17_unscaled_scores_stall.py)")
 
     wide = widths[-1]
-    w, g = results["unscaled"][-1]
-    one_hot, vanished = w > ONE_HOT, g < VANISHED
-    narrow, w_narrow = widths[0], results["unscaled"][0][0]
+    narrow, (w_narrow, _), (w, g) = widths[0], results["unscaled"][0], results["unscaled"][-1]
     grows = w_narrow <= ONE_HOT  # "turns" one-hot: not one-hot yet at the narrowest width
+    one_hot, vanished = w > ONE_HOT, g < VANISHED
     print("\nClaim: unscaled, the softmax turns nearly one-hot as d_k grows and its gradient nearly vanishes.")
     print(f"  at d_k={narrow}: largest weight {w_narrow:.3f} "
           + ("(not one-hot yet, for it to turn)" if grows else f"(already one-hot: above {ONE_HOT:g})"))
     print(f"  at d_k={wide}: largest weight {w:.3f} (one-hot if above {ONE_HOT:g}), "
           f"gradient {g:.3f} (vanished if below {VANISHED:g})")
-    saturates = f"not one-hot at the narrowest width, above {ONE_HOT:g} and gradient below {VANISHED:g} at the widest"
+    untested = None  # why this run cannot judge the claim, if it cannot
     if wide < WIDE:  # "as d_k grows": a narrow head is not expected to be one-hot yet
-        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
-              f"widths: the page says this happens as d_k grows, and it is judged at d_k={WIDE} (add {WIDE} to "
-              "--d-k)", None, value=w, threshold=saturates)
+        untested = f"the page says this happens as d_k grows, and it is judged at d_k={WIDE} (add {WIDE} to --d-k)"
     elif not grows and not args.at_defaults:
-        check("unscaled, the softmax turns one-hot and its gradient vanishes", f"Verdict: not tested at these "
-              f"widths: already one-hot at d_k={narrow}, so nothing turns (add a narrow width such as 4 to --d-k)",
-              None, value=w, threshold=saturates)
+        untested = f"already one-hot at d_k={narrow}, so nothing turns (add a narrow width such as 4 to --d-k)"
+    saturates = None if untested else grows and one_hot and vanished
+    if untested:
+        print(f"Verdict: {said(None)} at these widths: {untested}")
+    elif saturates:
+        print(f"Verdict: {said(True)}")
     else:
-        check("unscaled, the softmax turns one-hot and its gradient vanishes",
-              "Verdict: as the page says" if grows and one_hot and vanished else
-              f"Verdict: CONTRADICTS THE PAGE (not one-hot at d_k={narrow}: {grows}; nearly one-hot at "
-              f"d_k={wide}: {one_hot}; gradient nearly gone: {vanished})", grows and one_hot and vanished,
-              value=f"largest weight {w_narrow:.3f} -> {w:.3f}, gradient {g:.3f}", threshold=saturates)
+        print(f"Verdict: {said(False)} (not one-hot at d_k={narrow}: {grows}; nearly one-hot at d_k={wide}: "
+              f"{one_hot}; gradient nearly gone: {vanished})")
+    record("unscaled, the softmax turns one-hot and its gradient vanishes", saturates,
+           value=f"largest weight {w_narrow:.3f} -> {w:.3f}, gradient {g:.3f}",
+           threshold=f"not one-hot at the narrowest width, above {ONE_HOT:g} and gradient below {VANISHED:g} "
+           "at the widest", why=untested)
 
     rows = results["scaled"]
     w_wide = rows[-1][0]
@@ -147,11 +148,12 @@ def lesson(args):
           f"of d_k={wide}'s {w_wide:.3f}:\n"
           "    the same spread at every width)")
     print(f"  gradient at least {g_lo:.3f} (healthy if {VANISHED:g} or more)")
-    check("scaled, the softmax stays healthy at every width", "Verdict: as the page says" if healthy and steady else
-          f"Verdict: CONTRADICTS THE PAGE (not one-hot, gradient alive: {healthy}; same spread: {steady})",
-          healthy and steady, value=f"largest weight {w_lo:.3f}..{w_hi:.3f}, gradient at least {g_lo:.3f}",
-          threshold=f"largest weight below {ONE_HOT:g} and within {STEADY:.0%} of the widest's; gradient "
-          f"{VANISHED:g} or more")
+    print(f"Verdict: {said(True)}" if healthy and steady else
+          f"Verdict: {said(False)} (not one-hot, gradient alive: {healthy}; same spread: {steady})")
+    record("scaled, the softmax stays healthy at every width", healthy and steady,
+           value=f"largest weight {w_lo:.3f}..{w_hi:.3f}, gradient at least {g_lo:.3f}",
+           threshold=f"largest weight below {ONE_HOT:g} and within {STEADY:.0%} of the widest's; gradient "
+           f"{VANISHED:g} or more")
     # The scores' spread grows like sqrt(d_k); dividing by sqrt(d_k) gives the softmax the
     # same spread at every width, so it neither saturates nor stops passing gradient back.
 
@@ -272,6 +274,8 @@ def limits(args):
     return too_big(numbers=B * T * max(computed + [T]),
                    work=sum(2 * B * T * T * d_k + 2 * T * B * T * T for d_k in computed),
                    knobs=("--sentences", "--tokens") if args.live else ("--sentences", "--tokens", "--d-k"))
+
+
 FIGURE_HELP = "where to save the figure"
 
 
@@ -280,6 +284,7 @@ def main():
     drawn, wide = lesson(args)
     if args.live:
         show(live_view, args.seed, args.sentences, args.tokens, drawn, wide)  # opens at the widest width printed
+
 
 if __name__ == "__main__":
     run(main)

@@ -23,22 +23,22 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import attention
 from common.cli import SEED, int_range, knob, lesson_args, too_big
-from common.records import check
+from common.records import record, said
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
+ROW_SUM = 1e-6  # a row of A "sums to 1" within this (float64 rounding of T numbers is ~1e-16)
 SAME = 1e-9  # Z and torch's answer agree if no entry differs by more (float64 rounding is ~1e-16)
 
 
 def self_attention(X, W_Q, W_K, W_V):
     """One head of self-attention; returns every intermediate, by the page's names."""
     Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # [B, T, d_k], [B, T, d_k], [B, T, d_v]
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])  # [B, T, T]: q.k summed over d_k
-    A = torch.softmax(scores, dim=-1)  # [B, T, T]: each query's weights over the keys
-    Z = A @ V  # [B, T, d_v]: each word's weighted mix of the values
+    Z, A = attention(Q, K, V)  # softmax(Q K^T / sqrt(d_k)) V: A [B, T, T] (d_k summed away), Z [B, T, d_v]
     return {"Q": Q, "K": K, "V": V, "A": A, "Z": Z}
 
 
@@ -63,9 +63,10 @@ def lesson(args):
     print(f"B={B} sentences, T={T} words, d_model={d_model}, d_k={d_k}, d_v={d_v}")
     for name, (formula, _) in page.items():
         print(f"  {name} {formula:<15} = {str(shapes[name]):<16} {how[name]}")
-    rows = out["A"].sum(dim=-1)
-    check("every row of A sums to 1", f"  every row of A sums to 1: {rows.min().item():.6f}..{rows.max().item():.6f}",
-          (rows - 1).abs().max().item() < 1e-6, value=(rows - 1).abs().max().item(), threshold="within 1e-6 of 1")
+    rows = out["A"].sum(dim=-1)  # [B, T]: one sum per query
+    print(f"  every row of A sums to 1: {rows.min().item():.6f}..{rows.max().item():.6f}")
+    worst = (rows - 1).abs().max().item()
+    record("every row of A sums to 1", worst < ROW_SUM, value=worst, threshold="within 1e-6 of 1")
 
     Q, K, V = out["Q"], out["K"], out["V"]
     reference = F.scaled_dot_product_attention(Q, K, V)  # torch's own attention, [B, T, d_v]
@@ -75,18 +76,17 @@ def lesson(args):
     if same_shape:
         print(f"max |Z - torch SDPA|={gap:.8f}")
 
-    as_page = all(shapes[name] == expected for name, (_, expected) in page.items())
-    print("\nClaim: Q, K are [B, T, d_k], V is [B, T, d_v], A is [B, T, T], Z = A V is [B, T, d_v].")
     wrong = [name for name, (_, expected) in page.items() if shapes[name] != expected]
-    check("the shapes are the page's, and Z is torch's attention",
-          "Verdict: as the page says (every shape above, and Z is what torch computes)" if as_page and gap <= SAME
-          else f"Verdict: CONTRADICTS THE PAGE (shapes not as the page says: {', '.join(wrong) or 'none'}; "
-          f"Z differs from torch's answer: {gap > SAME})", as_page and gap <= SAME,
-          value=f"shapes off: {', '.join(wrong) or 'none'}; max |Z - SDPA| {gap:.2g}",
-          threshold=f"every shape as the page writes it; max |Z - SDPA| at most {SAME:g}")
+    holds = not wrong and gap <= SAME
+    print("\nClaim: Q, K are [B, T, d_k], V is [B, T, d_v], A is [B, T, T], Z = A V is [B, T, d_v].")
+    print(f"Verdict: {said(True)} (every shape above, and Z is what torch computes)" if holds else
+          f"Verdict: {said(False)} (shapes not as the page says: {', '.join(wrong) or 'none'}; "
+          f"Z differs from torch's answer: {gap > SAME})")
+    record("the shapes are the page's, and Z is torch's attention", holds,
+           value=f"shapes off: {', '.join(wrong) or 'none'}; max |Z - SDPA| {gap:.2g}",
+           threshold=f"every shape as the page writes it; max |Z - SDPA| at most {SAME:g}")
     # A never depends on d_k or d_v: it is T x T, one weight per pair of words. That is why
     # attention costs grow with T^2 (section 7), whatever the head width.
-
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it

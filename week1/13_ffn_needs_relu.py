@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
-from common.records import check
+from common.records import record, said
 
 import torch
 import torch.nn as nn
@@ -36,6 +36,12 @@ import torch.nn as nn
 WORLDS = {"without the ReLU": nn.Identity, "with the ReLU": nn.ReLU}  # what sits between the layers
 SAME = 1e-9  # two answers agree if no entry differs by more
 MISSES = 0.1  # a best linear fit that misses by more than this cannot stand in for the FFN
+
+
+def ffn(first, act, second):
+    """FFN(x) = act(x W_1 + b_1) W_2 + b_2, the same weights at every position: `first` widens
+    to d_ff, `act` (nn.ReLU or nn.Identity) sits between, `second` folds back to d_model."""
+    return nn.Sequential(first, act(), second)
 
 
 def collapse(first, second):
@@ -71,8 +77,7 @@ def lesson(args):
     gap, miss = {}, {}
     with torch.no_grad():
         for name, act in WORLDS.items():
-            ffn = nn.Sequential(first, act(), second)  # the same two layers, act in between
-            Y = ffn(X)  # [N, d_model]
+            Y = ffn(first, act, second)(X)  # [N, d_model]: the same two layers, act in between
             gap[name] = (Y - (X @ W + b)).abs().max().item()
             miss[name] = best_linear_miss(X, Y)
             print(f"  {name + ':':<18} largest |FFN(x) - (x W + b)| = {gap[name]:.6f}; "
@@ -82,19 +87,19 @@ def lesson(args):
     linear, relu = WORLDS
     collapses = gap[linear] <= SAME and miss[linear] <= SAME
     print("\nClaim: without the ReLU, two linear layers are one linear layer (W = W_1 W_2 reproduces them).")
-    check("without the ReLU the FFN is one linear layer", "Verdict: as the page says" if collapses else
-          f"Verdict: CONTRADICTS THE PAGE (x W + b is off by {gap[linear]:.6f})", collapses,
-          value=f"off by {gap[linear]:.2g}, best linear miss {miss[linear]:.3f}",
-          threshold=f"both at most {SAME:g}")
+    print(f"Verdict: {said(True)}" if collapses else f"Verdict: {said(False)} (x W + b is off by {gap[linear]:.6f})")
+    record("without the ReLU the FFN is one linear layer", collapses,
+           value=f"off by {gap[linear]:.2g}, best linear miss {miss[linear]:.3f}", threshold=f"both at most {SAME:g}")
+
     bends = miss[relu] > MISSES
     print(f"Claim: with the ReLU, no linear map reproduces the FFN (the best one misses by more "
           f"than {MISSES:g}).")
-    check("with the ReLU no linear map reproduces the FFN", "Verdict: as the page says" if bends else
-          f"Verdict: CONTRADICTS THE PAGE (a linear map comes within {miss[relu]:.3f})", bends, value=miss[relu],
-          threshold=f"the best linear map misses by more than {MISSES:g}")
+    print(f"Verdict: {said(True)}" if bends else
+          f"Verdict: {said(False)} (a linear map comes within {miss[relu]:.3f})")
+    record("with the ReLU no linear map reproduces the FFN", bends, value=miss[relu],
+           threshold=f"the best linear map misses by more than {MISSES:g}")
     # The ReLU bends the map: it zeroes each hidden number below 0 and keeps the rest, so
     # the FFN can treat different inputs differently; a stack of linear maps cannot.
-
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it

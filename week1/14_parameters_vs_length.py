@@ -21,9 +21,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import join_heads, split_heads
 from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.printing import n_params
-from common.records import check
+from common.records import record, said
 
 import torch
 import torch.nn as nn
@@ -53,31 +54,25 @@ def build_layer(d, h, f):
     return nn.TransformerEncoderLayer(d, h, f, dropout=0.0, batch_first=True, dtype=torch.float64).eval()
 
 
-def attention_scores(Q, K):
-    """Every query against every key: [B, h, T, d_k] x [B, h, T, d_k] -> [B, h, T, T]."""
-    return Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1])
-
-
 def encoder_layer_by_hand(X, layer):
-    """Post-norm encoder layer on X [B, T, d] with `layer`'s own weights.
-    Returns the output and {name: activation} for every intermediate tensor."""
-    B, T, d = X.shape
+    """Post-norm encoder layer, U = LN_1(X + MHA(X)), Y = LN_2(U + FFN(U)), on X [B, T, d]
+    with `layer`'s own weights. Returns Y and {name: activation} for every intermediate tensor."""
     h = layer.self_attn.num_heads
-    d_k = d // h
     W_Q, W_K, W_V = layer.self_attn.in_proj_weight.chunk(3)  # [d, d] each, stored [out, in]
     b_Q, b_K, b_V = layer.self_attn.in_proj_bias.chunk(3)
-
-    def split_heads(t):  # [B, T, d] -> [B, h, T, d_k]
-        return t.view(B, T, h, d_k).transpose(1, 2)
 
     acts = {}
     acts["Q"] = X @ W_Q.T + b_Q  # [B, T, d]
     acts["K"] = X @ W_K.T + b_K  # [B, T, d]
     acts["V"] = X @ W_V.T + b_V  # [B, T, d]
-    acts["scores"] = attention_scores(split_heads(acts["Q"]), split_heads(acts["K"]))  # [B, h, T, T]
-    acts["A"] = torch.softmax(acts["scores"], dim=-1)  # [B, h, T, T]
-    acts["heads"] = acts["A"] @ split_heads(acts["V"])  # [B, h, T, d_k]
-    concat = acts["heads"].transpose(1, 2).reshape(B, T, d)  # [B, T, d], a view: not counted again
+    Q = split_heads(acts["Q"], h)  # [B, h, T, d_k]: a view of Q, not counted again
+    K = split_heads(acts["K"], h)  # [B, h, T, d_k]
+    V = split_heads(acts["V"], h)  # [B, h, T, d_k]
+    d_k = Q.shape[-1]  # d / h
+    acts["scores"] = Q @ K.transpose(-2, -1) / math.sqrt(d_k)  # [B, h, T, T]: every query against every key
+    acts["A"] = torch.softmax(acts["scores"], dim=-1)  # [B, h, T, T]: softmax over the keys
+    acts["heads"] = acts["A"] @ V  # [B, h, T, d_k]
+    concat = join_heads(acts["heads"])  # [B, T, d]: Concat(H_1, ..., H_h), not counted again
     acts["MHA"] = layer.self_attn.out_proj(concat)  # concat W^O + b^O, [B, T, d]
     acts["U"] = layer.norm1(X + acts["MHA"])  # [B, T, d]
     acts["hidden"] = torch.relu(layer.linear1(acts["U"]))  # ReLU(U W_1 + b_1), [B, T, f]
@@ -145,27 +140,28 @@ def lesson(args):
 
     formulas_ok = all(by_formula == by_torch for _, by_formula, by_torch, _ in counts.values())
     print("\nClaim: weights only 4d^2 + 2df; fully counted (as PyTorch) 4d^2 + 2df + f + 9d.")
-    check("both counting formulas give torch's counts", "Verdict: as the page says" if formulas_ok else
-          "Verdict: CONTRADICTS THE PAGE (a count differs)", formulas_ok,
-          value="; ".join(f"{by_formula:,} vs {by_torch:,}" for _, by_formula, by_torch, _ in counts.values()),
-          threshold="each formula's count = torch's")
+    print(f"Verdict: {said(True)}" if formulas_ok else f"Verdict: {said(False)} (a count differs)")
+    record("both counting formulas give torch's counts", formulas_ok,
+           value="; ".join(f"{by_formula:,} vs {by_torch:,}" for _, by_formula, by_torch, _ in counts.values()),
+           threshold="each formula's count = torch's")
+
     by_hand = gap <= SAME
     pairs = [name for name, shape in SHAPES.items() if shape.endswith("T, T]")]  # one number per pair of words
     quadratic = all(acts[long][n].numel() * short ** 2 == acts[short][n].numel() * long ** 2 for n in pairs)
     linear = all(acts[long][n].numel() * short == acts[short][n].numel() * long
                  for n in SHAPES if n not in pairs)
+    holds = same_weights and by_hand and quadratic and linear
     print(f"Claim: length changes activations, not parameters; the scores grow like T^2\n"
           f"  ({times(long, short)} words: scores {times(long ** 2, short ** 2)}, the rest {times(long, short)}).")
-    holds = same_weights and by_hand and quadratic and linear
-    check("length changes activations, not parameters; scores grow like T^2", "Verdict: as the page says" if holds else
-          f"Verdict: CONTRADICTS THE PAGE (the same weights: {same_weights}; by hand = torch's layer: {by_hand}; "
-          f"scores like T^2: {quadratic}; the rest like T: {linear})", holds,
-          value=f"same weights {same_weights}; by hand {gap:.2g}; T^2 {quadratic}; T {linear}",
-          threshold=f"the same weights at both lengths; by hand = torch's layer within {SAME:g}; scores x (T "
-          "ratio)^2, the rest x (T ratio)")
+    print(f"Verdict: {said(True)}" if holds else
+          f"Verdict: {said(False)} (the same weights: {same_weights}; by hand = torch's layer: {by_hand}; "
+          f"scores like T^2: {quadratic}; the rest like T: {linear})")
+    record("length changes activations, not parameters; scores grow like T^2", holds,
+           value=f"same weights {same_weights}; by hand {gap:.2g}; T^2 {quadratic}; T {linear}",
+           threshold=f"the same weights at both lengths; by hand = torch's layer within {SAME:g}; scores x (T "
+           "ratio)^2, the rest x (T ratio)")
     # The weights are shared by every position, so one set serves any length; the scores
     # hold one number per pair of words per head, so they are what long sentences fill up.
-
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
