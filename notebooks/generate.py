@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""Write the page notebooks from the lessons' own declarations, so they never drift from them:
+
+    python notebooks/generate.py          # write notebooks/week1.ipynb, week2.ipynb, eli5_one_block.ipynb
+    python notebooks/generate.py --check  # exit 1, naming them, if any is not what this would write
+
+One notebook per page, in the page's order: a set-up cell that works in a clone and on Colab,
+then for each page section a heading and one cell per lesson that belongs to it (each
+lesson's LESSON.page says where), the lesson run with `%run`, with --live where it has a live
+view (its Try it, inline), and its other Try it commands listed to copy. Stored without outputs.
+"""
+import argparse
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+# The project's GitHub address, "owner/name": where a notebook opened on its own (Colab) clones
+# the lessons from. Empty until the project is published; the set-up cell then says so.
+REPOSITORY = ""
+
+PAGES = {
+    "week1": ("week1.ipynb", "ELI12 · Week 1: from one squeezed summary to attention and the Transformer encoder", {
+        1: "1. The squeezed summary (seq2seq bottleneck)",
+        2: "2. Looking back instead of remembering (Bahdanau attention)",
+        3: "3. Self-attention and the three roles Q, K, V",
+        4: "4. Why divide by √d_k (scaled dot-product)",
+        5: "5. Several readers at once (multi-head attention and W^O)",
+        6: "6. The encoder layer: attention, then a per-word brain (FFN)",
+        7: "7. Counting the learnable numbers (parameters)",
+        "worked examples": "The hand-checkable examples and Check yourself, recomputed",
+        "mistakes": "Mistakes people make, each tested"}),
+    "week2": ("week2.ipynb", "ELI12 · Week 2: how a Transformer decoder writes, keeps its place and stays stable", {
+        1: "1. Teacher forcing: practising with the answer key's previous words",
+        2: "2. Masked (causal) self-attention: hiding the future",
+        3: "3. Cross-attention: the decoder reading the source",
+        4: "4. The decoder's output layer and counting parameters",
+        5: "5. Sinusoidal positional encoding: a tag for \"where am I?\"",
+        6: "6. Residual connections and normalization",
+        7: "7. Training tricks: label smoothing and the warm-up schedule",
+        8: "8. The full Transformer data flow",
+        "worked examples": "The hand-checks, counts and answers, recomputed",
+        "mistakes": "Mistakes people make, each tested"}),
+    "eli5": ("eli5_one_block.ipynb", "Transformers, ELI5 · Part 3: One block: mix, then think", {
+        1: "Move 1: attention, words look at each other (the classic puzzle)",
+        2: "Many heads at once",
+        3: "See this in PyTorch: single-head causal self-attention",
+        4: "Move 2: the feed-forward network, and the shape never changes"}),
+}
+ORDER = ["worked examples", "mistakes"]  # after the numbered sections
+
+SETUP = '''# Set-up: run this cell first. In a clone of the project the lessons are found above this
+# notebook; opened on its own (Colab) it clones them. It installs only what this kernel lacks,
+# never torch (a notebook image has its own; the README says how to install one).
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPOSITORY = {repository!r}  # the project on GitHub, "owner/name"
+root = next((folder for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "run_all.py").exists()), None)
+if root is None and not REPOSITORY:
+    raise SystemExit("This notebook is not beside its lessons: open it in a clone of the project "
+                     "(or set REPOSITORY above to the project's GitHub \\"owner/name\\").")
+if root is None:
+    subprocess.run(["git", "clone", "--depth", "1", f"https://github.com/{{REPOSITORY}}.git", "lessons"], check=True)
+    root = Path.cwd() / "lessons"
+os.chdir(root)
+wanted = {{"numpy": "numpy>=1.26", "matplotlib": "matplotlib>=3.9", "ipywidgets": "ipywidgets>=8"}}
+missing = [spec for name, spec in wanted.items() if importlib.util.find_spec(name) is None]
+if missing:
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
+if importlib.util.find_spec("torch") is None:
+    print("This kernel has no torch: install it (the README's set-up), then restart the kernel.")
+if "google.colab" in sys.modules:
+    from google.colab import output
+    output.enable_custom_widget_manager()  # the live views' controls
+print(f"lessons in {{root}}")'''
+
+INTRO = """# {title}
+
+The runnable lessons of this page, in the page's order: each cell runs one lesson with `%run`,
+prints the lines the page quotes, and shows its figure. A cell with `--live` opens the lesson's
+Try it below it: move its sliders and the numbers follow. Run the set-up cell first.
+
+- Interrupt (the stop button) ends a running lesson with `stopped`; the notebook goes on.
+- The controls: below the figure (ipywidgets), everywhere. In JupyterLab or VS Code with
+  ipympl installed (`pip install -r requirements-notebook.txt`), run `%matplotlib widget` first
+  to drive the figure's own sliders instead, the arrow keys too.
+- Any lesson takes its flags in the cell: `%run week2/01_causal_mask.py --seed 3`; `--help` lists them.
+"""
+
+
+def load(path):
+    spec = importlib.util.spec_from_file_location(f"lesson_{path.parent.name}_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LESSON
+
+
+def lessons(root=ROOT):
+    """Every lesson's declaration, by weekN/NN_name."""
+    found = {}
+    for path in sorted(root.glob("week*/[0-9][0-9]_*.py")):
+        lesson = load(path)
+        found[lesson.name] = lesson
+    return found
+
+
+def cell_id(text):
+    return "".join(c if c.isalnum() else "-" for c in text.lower()).strip("-")[:64]
+
+
+def markdown(source, id):
+    return {"cell_type": "markdown", "id": cell_id(id), "metadata": {}, "source": source}
+
+
+def code(source, id):
+    return {"cell_type": "code", "execution_count": None, "id": cell_id(id), "metadata": {}, "outputs": [],
+            "source": source}
+
+
+def lesson_cells(lesson):
+    run = f"%run {lesson.name}.py" + (" --live" if lesson.live else "")
+    text = lesson.description
+    if lesson.live:
+        text += f"\n\nTry it (`--live`): {lesson.live}."
+    others = [(args, why) for args, why in lesson.try_it if args.split() != ["--live"]]
+    if others:
+        text += "\n\nMore to try, each a cell of its own:\n" + "\n".join(
+            f"- `%run {lesson.name}.py {args}`: {why}" for args, why in others)
+    return [markdown(f"### {lesson.name}\n\n{text}", f"{lesson.name}-about"), code(run, lesson.name)]
+
+
+def notebook(page, declared):
+    filename, title, sections = PAGES[page]
+    cells = [markdown(INTRO.format(title=title), f"{page}-intro"), code(SETUP.format(repository=REPOSITORY), "setup")]
+    mine = [lesson for lesson in declared.values() if lesson.page[0] == page]
+    unknown = [lesson.name for lesson in mine if lesson.page[1] not in sections]
+    if unknown:
+        raise SystemExit(f"notebooks/generate.py: {', '.join(unknown)} name a section {page} does not have")
+    keys = sorted((key for key in sections if isinstance(key, int))) + [key for key in ORDER if key in sections]
+    for key in keys:
+        here = [lesson for lesson in mine if lesson.page[1] == key]
+        if not here:
+            continue
+        cells.append(markdown(f"## {sections[key]}", f"{page}-{key}"))
+        for lesson in sorted(here, key=lambda lesson: lesson.name):
+            cells += lesson_cells(lesson)
+    return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                        "name": "python3"},
+                                         "language_info": {"name": "python"}},
+            "nbformat": 4, "nbformat_minor": 5}
+
+
+def written(root=ROOT):
+    """{path: text} of every page notebook, as this script writes it."""
+    declared = lessons(root)
+    homeless = [lesson.name for lesson in declared.values() if lesson.page[0] not in PAGES]
+    if homeless:
+        raise SystemExit(f"notebooks/generate.py: {', '.join(homeless)} belong to no page notebook")
+    return {root / "notebooks" / PAGES[page][0]: json.dumps(notebook(page, declared), indent=1, ensure_ascii=False)
+            + "\n" for page in PAGES}
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description="Write the page notebooks from the lessons' declarations.")
+    parser.add_argument("--check", action="store_true", help="only say which notebooks are stale (exit 1 if any)")
+    args = parser.parse_args(argv)
+    stale = []
+    for path, text in written().items():
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            stale.append(path.relative_to(ROOT).as_posix())
+            if not args.check:
+                temporary = path.with_name(path.name + ".tmp")
+                temporary.write_text(text, encoding="utf-8")
+                temporary.replace(path)
+    if args.check and stale:
+        print(f"stale: {', '.join(stale)}; write them with: python notebooks/generate.py", file=sys.stderr)
+        return 1
+    for name in stale if not args.check else []:
+        print(f"wrote {name}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
