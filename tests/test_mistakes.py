@@ -294,6 +294,8 @@ def test_moved_means_a_change_bigger_than_its_tolerance_or_another_shape():
 
 def test_the_mistakes_scripts_tags_are_week2_03s_table():
     """Beliefs 12 and 13 measure properties of W2.sinusoidal_tags: it must be the page's formula
-    (week2/03's table, itself checked against torch), or a wrong formula would pass unseen."""
+    (week2/03's table, itself checked against torch), or a wrong formula would pass unseen.
+    It is common/blocks.py's table, in float64 (its 1e-9 thresholds need float64's rounding)."""
     table = load_script("week2/03_sinusoidal_pe").sinusoidal_pe(64, 16)
+    assert W2.sinusoidal_tags(64, 16).dtype == F64
     assert W2.sinusoidal_tags(64, 16).numpy() == pytest.approx(table, abs=1e-12)

@@ -114,17 +114,21 @@ def test_week2_labels_that_are_the_input_disagree(capsys):
 
 
 def mask_with_the_diagonal(T):
-    return torch.triu(torch.full((T, T), -math.inf), diagonal=0)
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=0)
+
+
+COUNT = "blocked cells for T = 4 (the causal mask, True = blocked)"
 
 
 @pytest.mark.parametrize(("mask", "wrong_lines"), [
-    (mask_with_the_diagonal, {"blocked cells for T = 4 (torch's causal mask)", "blocked cells on the diagonal",
+    (mask_with_the_diagonal, {COUNT, "blocked cells on the diagonal",
                               "the page's scores [2, 1, 5, 3] with query 2's mask", "softmax of the masked row"}),
-    (lambda T: torch.zeros(T, T), {"blocked cells for T = 4 (torch's causal mask)",
-                                   "the page's scores [2, 1, 5, 3] with query 2's mask", "softmax of the masked row"}),
+    (lambda T: torch.zeros(T, T, dtype=torch.bool), {COUNT, "the page's scores [2, 1, 5, 3] with query 2's mask",
+                                                     "softmax of the masked row"}),
 ], ids=["diagonal blocked", "no mask"])
 def test_week2_a_wrong_mask_disagrees(mask, wrong_lines, capsys):
     assert wrong_lines <= disagreeing(run(W2.section_2, capsys, causal_mask=mask))
+    assert "2. blocked cells in a 5-word causal mask" in disagreeing(run(W2.check_yourself, capsys, causal_mask=mask))
 
 
 def test_week2_queries_from_the_encoder_disagree(capsys):
@@ -133,9 +137,10 @@ def test_week2_queries_from_the_encoder_disagree(capsys):
 
 
 def test_week2_cos_before_sin_disagrees(capsys):
-    def swapped(p, d):
-        return W2.pe(p, d).reshape(-1, 2)[:, ::-1].ravel()
-    assert {"PE(0)", "PE(1)"} <= disagreeing(run(W2.section_5, capsys, pe=swapped))
+    def swapped(max_len, d, dtype):  # each (sin, cos) pair written (cos, sin)
+        return W2.sinusoidal_pe(max_len, d, dtype).reshape(max_len, d // 2, 2).flip(-1).reshape(max_len, d)
+    assert {"PE(0)", "PE(1)"} <= disagreeing(run(W2.section_5, capsys, sinusoidal_pe=swapped))
+    assert disagreeing(run(W2.check_yourself, capsys, sinusoidal_pe=swapped)) == {"4. PE(0) for d = 4"}
 
 
 def test_week2_normalising_the_wrong_axis_disagrees(capsys):

@@ -20,6 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import causal_mask, sinusoidal_pe
 from common.cli import lesson_args
 from common.printing import n_params
 from common.report import Ledger
@@ -61,13 +62,9 @@ def section_1(ledger, example=training_example):
     print(f"    (free running, step 3 would read {example(guessed, 'BOS')[0][2]})")
 
 
-def causal_mask(T):
-    """[T, T]: 0 where query i may see key j (j <= i), -inf where it is blocked (torch's own)."""
-    return nn.Transformer.generate_square_subsequent_mask(T)
-
-
 def blocked(mask):
-    return int(torch.isinf(mask).sum())
+    """How many cells a mask blocks (True = blocked, the page's 1)."""
+    return int(mask.sum())
 
 
 def minus_inf(row):
@@ -76,13 +73,13 @@ def minus_inf(row):
 
 def section_2(ledger, causal_mask=causal_mask):
     ledger.section("2. Masked (causal) self-attention")
-    mask = causal_mask(4)  # [4, 4]
+    mask = causal_mask(4)  # [4, 4] bool: True above the diagonal, where key j is in query i's future
     T = mask.shape[0]
-    ledger.check("blocked cells for T = 4 (torch's causal mask)", blocked(mask), "6")
+    ledger.check("blocked cells for T = 4 (the causal mask, True = blocked)", blocked(mask), "6")
     ledger.check("the page's formula T(T-1)/2 for T = 4", T * (T - 1) // 2, "6")
     ledger.check("blocked cells on the diagonal", blocked(mask.diagonal()), "0")
     scores = torch.tensor([2.0, 1.0, 5.0, 3.0], dtype=torch.float64)  # the page's scores
-    masked = scores + mask[1]  # query 2 may see keys 1 and 2 only
+    masked = scores.masked_fill(mask[1], -math.inf)  # query 2 may see keys 1 and 2 only
     ledger.check("the page's scores [2, 1, 5, 3] with query 2's mask", minus_inf(masked), "[2, 1, -inf, -inf]")
     ledger.check("softmax of the masked row", torch.softmax(masked, dim=-1), "[0.7311, 0.2689, 0, 0]")
     ledger.skip("row 2 of the executed 4x4 run", "the page does not give that run's score matrix")
@@ -132,18 +129,12 @@ def section_4(ledger):
     ledger.skip("2024 T3 Quiz 1, Q277-Q280", "the page leaves them to the bank (three are marked ambiguous)")
 
 
-def pe(p, d):
-    """Sinusoidal position tag PE(p) of width d: sin, cos, sin, cos, ..."""
-    omega = 10000.0 ** (-2 * np.arange(d // 2) / d)  # omega_i, i = 0 .. d/2 - 1
-    return np.ravel(np.column_stack([np.sin(p * omega), np.cos(p * omega)]))
-
-
-def section_5(ledger, pe=pe):
+def section_5(ledger, sinusoidal_pe=sinusoidal_pe):
     ledger.section("5. Sinusoidal positional encoding, d = 4")
     ledger.check("omega_0, omega_1 = 10000^(-2i/4)", 10000.0 ** (-2 * np.arange(2) / 4), "[1, 0.01]")
-    ledger.check("PE(0)", pe(0, 4), "[0, 1, 0, 1]")
-    ledger.check("PE(1)", pe(1, 4), "[0.8415, 0.5403, 0.0100, 1.0000]")
-    tags = np.array([pe(p, 4) for p in range(100)])  # [100, 4]
+    tags = sinusoidal_pe(100, 4, torch.float64).numpy()  # [100, 4]: row p is PE(p), sin, cos, sin, cos
+    ledger.check("PE(0)", tags[0], "[0, 1, 0, 1]")
+    ledger.check("PE(1)", tags[1], "[0.8415, 0.5403, 0.0100, 1.0000]")
     ledger.check("squared length of PE(p), p = 0..99 (min, max)",
                  [(tags ** 2).sum(1).min(), (tags ** 2).sum(1).max()], "[2, 2]")
     ledger.check("all entries in [-1, 1] (p = 0..99)", str(bool((np.abs(tags) <= 1).all())), "True")
@@ -245,16 +236,16 @@ def section_7(ledger, smoothed_target=smoothed_target, lr=lr):
 
 
 def check_yourself(ledger, example=training_example, causal_mask=causal_mask,
-                   cross_attention=cross_attention, pe=pe, layer_norm=layer_norm):
+                   cross_attention=cross_attention, sinusoidal_pe=sinusoidal_pe, layer_norm=layer_norm):
     ledger.section("Check yourself")
     words = ["A", "B", "EOS"]
     decoder_input, _ = example(words, "BOS")
     ledger.check("1. training input for gold [A, B, EOS]", bracket(decoder_input), "[BOS, A, B]")
     ledger.check("1. step 3 input when step 2 was predicted as C", decoder_input[2], "B")
-    ledger.check("2. blocked cells in a 5-word causal mask (torch's)", blocked(causal_mask(5)), "10")
+    ledger.check("2. blocked cells in a 5-word causal mask", blocked(causal_mask(5)), "10")
     ledger.check("3. weight table, 3 target words, 6 source words, one head (torch)",
                  shape(cross_attention(3, 6)), "[3, 6]")
-    ledger.check("4. PE(0) for d = 4", pe(0, 4), "[0, 1, 0, 1]")
+    ledger.check("4. PE(0) for d = 4", sinusoidal_pe(1, 4, torch.float64).numpy()[0], "[0, 1, 0, 1]")
     ledger.check("5. LayerNorm of [1, 2, 3]", layer_norm(np.array([1.0, 2.0, 3.0])), "[-1.2247, 0, 1.2247]")
     batch = torch.tensor([[1.0, 2.0, 3.0], [0.0, 0.0, 9.0]])
     other = torch.tensor([[1.0, 2.0, 3.0], [5.0, 1.0, 0.0]])  # same first token, another neighbour
@@ -273,7 +264,8 @@ def lesson(args):
                     check_yourself):
         section(ledger)
     # Every number the page works out by hand is what the operation it describes gives;
-    # the masks, shapes and counts are torch's own.
+    # the shapes and counts are torch's own, the mask and the tags common/blocks.py's
+    # (taught in week2/01 and week2/03, and held to torch's there and in tests/test_blocks.py).
     return ledger.finish()
 
 

@@ -24,10 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import causal_mask, sinusoidal_pe
 from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec, yes
 from common.records import UPHOLDS
-from common.report import MOVES, Finding, Ledger, moved
+from common.report import MOVES, Finding, Ledger, moved, weights_of
 
 import torch
 import torch.nn as nn
@@ -39,11 +40,8 @@ GOLD = [1, 2, 3, 4]  # the page's gold target
 
 
 # ---------------------------------------------------------------- section 1
-
-def causal_mask(T):
-    """torch's causal mask: -inf above the diagonal (the future), 0 elsewhere."""
-    return nn.Transformer.generate_square_subsequent_mask(T, dtype=F64)
-
+# The causal mask given to torch's layers is common/blocks.py's causal_mask(T): [T, T] bool,
+# True above the diagonal (the future), torch's own convention for a boolean mask.
 
 def torch_decoder():
     """A small real decoder, untrained: token and position embeddings, one torch layer under
@@ -120,12 +118,6 @@ def section_1(ledger, seed):
 
 
 # ---------------------------------------------------------------- section 2
-
-def weights_of(attend, q, k):
-    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
-    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
-    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
-
 
 def torch_causal(q, k, v):
     return F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -383,13 +375,10 @@ def section_4(ledger, seed):
 # ---------------------------------------------------------------- section 5
 
 def sinusoidal_tags(T, d):
-    """The page's formula: PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i), w_i = 10000^(-2i/d),
-    i the PAIR index, positions p = 0, 1, 2, ..."""
-    p = torch.arange(T, dtype=F64)[:, None]
-    omega = 10000.0 ** (-2 * torch.arange(d // 2, dtype=F64) / d)  # one speed per pair i
-    tags = torch.zeros(T, d, dtype=F64)
-    tags[:, 0::2], tags[:, 1::2] = torch.sin(p * omega), torch.cos(p * omega)
-    return tags
+    """The page's world: its formula, PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i),
+    w_i = 10000^(-2i/d), i the PAIR index, positions p = 0, 1, 2, ...: common/blocks.py's
+    table (taught in week2/03), in float64."""
+    return sinusoidal_pe(T, d, F64)  # [T, d]
 
 
 def counting_tags(T, d):

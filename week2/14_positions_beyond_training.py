@@ -17,19 +17,22 @@ Prints which index is which and the two slips, the tags' bounds and lengths at s
 unseen positions, the rotation gaps, and a verdict on the TAGS only: whether a trained model
 USES them well past its training lengths is empirical, measured in week2/12, not here.
 Setup: d = 4 (the page's hand-check), positions 0..49 taken as seen, every position up to
-100,000 in float64; nothing is trained. Notes: week2/NOTES.md, section 14.
+100,000 in float64 (the table is common/blocks.py's sinusoidal_pe, taught in week2/03);
+nothing is trained. Notes: week2/NOTES.md, section 14.
 """
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import sinusoidal_pe
 from common.cli import int_range, knob, lesson_args, too_big
 from common.printing import readable, vec
 from common.progress import Progress
-from common.records import check, said
+from common.records import record, said
 
 import numpy as np
+import torch
 
 TOLERANCE = 1e-6  # a gap above this is not rounding (float64 leaves about 1e-13 here)
 WEEK2_12 = "python week2/12_train_tiny_transformer.py"  # the lesson that trains a model and measures its lengths
@@ -39,15 +42,6 @@ def omega(d):
     """[d/2] speeds, one per PAIR i: w_i = 10000^(-2i/d)."""
     i = np.arange(d // 2)  # the pair index
     return 10000.0 ** (-2 * i / d)
-
-
-def sinusoidal_pe(positions, d):
-    """[len(positions), d]: row p = PE(p), coordinates 2i = sin(p w_i), 2i + 1 = cos(p w_i)."""
-    angle = positions[:, None] * omega(d)[None, :]  # [P, d/2]
-    pe = np.zeros((len(positions), d))
-    pe[:, 0::2] = np.sin(angle)  # even coordinates 2i
-    pe[:, 1::2] = np.cos(angle)  # odd coordinates 2i + 1
-    return pe
 
 
 def index_tag(positions, d, seen):
@@ -71,9 +65,11 @@ def rotation_gap(tags, k, seen):
     return np.abs(tags[p + k] - tags[p] @ rotation(k, tags.shape[1]).T).max()
 
 
-def show_indices(d, far):
-    """The coordinate / pair / function / speed table, one row per coordinate, and the two slips."""
-    pe = sinusoidal_pe(np.array([0, 1, far]), d)  # [3, d]
+def show_indices(tags, far):
+    """The coordinate / pair / function / speed table, one row per coordinate, and the two slips.
+    tags [P, d]: the table of every position 0 .. far."""
+    d = tags.shape[1]
+    pe = tags[[0, 1, far]]  # [3, d]: PE(0), PE(1), PE(far)
     rows = range(d) if d <= 8 else [*range(4), None, d - 2, d - 1]
     print(f"Which index is which, d={d} (positions start at 0):")
     print(f"  {'coordinate':>10}  {'pair i':>6}  {'function':<13}{'omega_i':>12}"
@@ -113,10 +109,10 @@ def show_bounds(tags, seen, up_to):
 def lesson(args):
     """The index table and its slips; the tags' bounds, lengths and rotations past the seen positions."""
     d, seen, up_to = args.d_model, args.seen, args.up_to
-    show_indices(d, up_to)
+    pe = sinusoidal_pe(up_to + 1, d, torch.float64).numpy()  # [P, d]: PE(p) for every p = 0 .. up_to
+    show_indices(pe, up_to)
 
     positions = np.arange(up_to + 1)  # [P]
-    pe = sinusoidal_pe(positions, d)  # [P, d]
     index = index_tag(positions, d, seen)  # [P, d]: the contrast, measured the same way
     contrast = f"index p/{seen - 1}"
     print(f"\nSay training saw positions 0..{seen - 1} (no model is trained here). Tags of every position "
@@ -142,19 +138,22 @@ def lesson(args):
         max(gaps.values()) < TOLERANCE
     index_leaves = not bounded[contrast] and min(index_gaps.values()) > TOLERANCE
     holds = sinusoid_ok and index_leaves
-    check("tags can be computed for unseen positions: bounded, d/2, rotating",
-          f"Verdict: {said(holds)}: the TAGS exist past position {seen - 1} and are well-formed: in [-1, 1],\n"
-          f"  of squared length d/2, related by the same rotations (gaps below {TOLERANCE:g}), as the formula\n"
-          "  guarantees; the index tag leaves [-1, 1] and no rotation relates it" if holds else
-          f"Verdict: {said(holds)}: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
-          f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}", holds,
-          value=f"rotation gaps {max(gaps.values()):.2g} (sinusoid), {min(index_gaps.values()):.2g} (index tag)",
-          threshold=f"the sinusoid's in [-1, 1], d/2 and rotation within {TOLERANCE:g}; the index tag's not")
+    if holds:
+        print(f"Verdict: {said(holds)}: the TAGS exist past position {seen - 1} and are well-formed: in [-1, 1],\n"
+              f"  of squared length d/2, related by the same rotations (gaps below {TOLERANCE:g}), as the formula\n"
+              "  guarantees; the index tag leaves [-1, 1] and no rotation relates it")
+    else:
+        print(f"Verdict: {said(holds)}: sinusoidal tags bounded, d/2, rotating: {sinusoid_ok}; "
+              f"index tag leaves [-1, 1], rotation fails on it: {index_leaves}")
+    record("tags can be computed for unseen positions: bounded, d/2, rotating", holds,
+           value=f"rotation gaps {max(gaps.values()):.2g} (sinusoid), {min(index_gaps.values()):.2g} (index tag)",
+           threshold=f"the sinusoid's in [-1, 1], d/2 and rotation within {TOLERANCE:g}; the index tag's not")
     # Computable is not the same as useful: no model here has ever seen these tags.
-    check("a trained model uses the tags well past its training lengths",
-          f"Whether a trained model USES these tags well past its training lengths is empirical: {said(None)}\n"
-          f"  here; week2/12 measures it on its trained model ({WEEK2_12}).", None,
-          threshold=f"empirical: measured by {WEEK2_12}, not by this lesson")
+    print(f"Whether a trained model USES these tags well past its training lengths is empirical: {said(None)}\n"
+          f"  here; week2/12 measures it on its trained model ({WEEK2_12}).")
+    record("a trained model uses the tags well past its training lengths", None,
+           threshold=f"empirical: measured by {WEEK2_12}, not by this lesson",
+           why="no model is trained here")
     return 0 if holds else 1
 
 

@@ -28,7 +28,7 @@ from common import run
 from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import check
+from common.records import record, said
 
 import numpy as np
 import torch
@@ -110,21 +110,30 @@ def lesson(args):
           f"residual {'stayed near 1' if residual_near else verdict_words(at_input['residual'])} "
           f"({readable(at_input['residual'], 2)})")
     print(f"  (lost = below 1/100 or above 100; near 1 = between 1/{NEAR_ONE:g} and {NEAR_ONE:g})")
-    check("the residual path carries the gradient down; the plain stack loses it",
-          "Verdict: as the page says: the residual path carried the gradient down; the plain stack lost it"
-          if plain_lost and residual_near else "Verdict: NOT AS THE PAGE SAYS: it needs the "
-          "plain stack to lose the gradient and the residual one to keep it near 1", plain_lost and residual_near,
-          value=f"plain {at_input['plain']:.2g}, residual {at_input['residual']:.2g}",
-          threshold=f"plain below 1/100 or above 100; residual between 1/{NEAR_ONE:g} and {NEAR_ONE:g}")
+    carried = plain_lost and residual_near
+    if carried:
+        print(f"Verdict: {said(carried)}: the residual path carried the gradient down; the plain stack lost it")
+    else:
+        print(f"Verdict: {said(carried)}: it needs the plain stack to lose the gradient and the residual one to keep "
+              "it near 1")
+    record("the residual path carries the gradient down; the plain stack loses it", carried,
+           value=f"plain {at_input['plain']:.2g}, residual {at_input['residual']:.2g}",
+           threshold=f"plain below 1/100 or above 100; residual between 1/{NEAR_ONE:g} and {NEAR_ONE:g}")
+
     cancelled = at_input["cancelling"] < VANISHED
     print(f"residual wiring around sublayers that cancel their input, F(x) = FFN(x) - x:\n"
           f"  {readable(at_input['cancelling'], 2)} at the input")
     print("  (x + F(x) is then FFN(x), the plain stack again: the wiring alone promises nothing)")
-    said = "wrong, as the page says\n  (the gradient vanished anyway)" if cancelled else "not refuted here"
-    # a counterexample that did not happen refutes nothing, and contradicts nothing either
-    check("a residual does not guarantee gradients never vanish", f"Verdict on 'a residual guarantees gradients "
-          f"never vanish': {said}", True if cancelled else None, value=at_input["cancelling"],
-          threshold=f"the cancelling stack's gradient below {VANISHED:g}")
+    refuted = True if cancelled else None  # a counterexample that did not happen refutes nothing, contradicts nothing
+    if cancelled:
+        print(f"Verdict on 'a residual guarantees gradients never vanish': wrong, {said(refuted)}\n"
+              "  (the gradient vanished anyway)")
+    else:
+        print(f"Verdict on 'a residual guarantees gradients never vanish': not refuted here ({said(refuted)}: the "
+              "gradient did not vanish)")
+    record("a residual does not guarantee gradients never vanish", refuted, value=at_input["cancelling"],
+           threshold=f"the cancelling stack's gradient below {VANISHED:g}",
+           why=None if cancelled else "the cancelling stack kept its gradient: no counterexample here")
     # The shortcut adds I to every sublayer's Jacobian; it keeps the gradient only while the
     # sublayers stay small and do not undo it. Real Transformers add LayerNorm and careful
     # initialisation on top.

@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
 from common.printing import vec
-from common.records import check
+from common.records import record, said
 
 import numpy as np
 import torch
@@ -99,12 +99,15 @@ def lesson(args):
     print("   the padding reached the real tokens through BatchNorm's mean and variance)")
 
     bn_moved, ln_still = change["BatchNorm"] > TOLERANCE, change["LayerNorm"] <= TOLERANCE
-    check("padding moves BatchNorm's real tokens, not LayerNorm's", "Verdict: as the page says: padding moved "
-          f"BatchNorm's outputs for the real tokens\n  (by more than {TOLERANCE:g}) and left LayerNorm's untouched"
-          if bn_moved and ln_still else f"Verdict: NOT AS THE PAGE SAYS here: BatchNorm moved: {bn_moved}; "
-          f"LayerNorm untouched: {ln_still}", bn_moved and ln_still,
-          value=f"BatchNorm {change['BatchNorm']:.4f}, LayerNorm {change['LayerNorm']:.2g}",
-          threshold=f"BatchNorm's change above {TOLERANCE:g}, LayerNorm's at most {TOLERANCE:g}")
+    holds = bn_moved and ln_still
+    if holds:
+        print(f"Verdict: {said(holds)}: padding moved BatchNorm's outputs for the real tokens\n"
+              f"  (by more than {TOLERANCE:g}) and left LayerNorm's untouched")
+    else:
+        print(f"Verdict: {said(holds)}: BatchNorm moved: {bn_moved}; LayerNorm untouched: {ln_still}")
+    record("padding moves BatchNorm's real tokens, not LayerNorm's", holds,
+           value=f"BatchNorm {change['BatchNorm']:.4f}, LayerNorm {change['LayerNorm']:.2g}",
+           threshold=f"BatchNorm's change above {TOLERANCE:g}, LayerNorm's at most {TOLERANCE:g}")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
@@ -131,9 +134,9 @@ def limits(args):
 
 
 def main():
+    # (In evaluation mode BatchNorm uses running statistics instead, but those were gathered
+    # in training, padding and all.)
     return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
-    # In evaluation mode BatchNorm uses running statistics instead, but those were gathered
-    # in training, padding and all.
 
 
 if __name__ == "__main__":

@@ -11,8 +11,8 @@ Written out by hand, a post-norm decoder layer is
 and the pre-norm one (torch's norm_first=True) moves each LayerNorm into the branch, in
 front of its sublayer: z1 = x + MaskedSelfAttention(LN1(x)), and so on; the encoder's
 memory is not normalised there. Both are computed below with plain tensor operations
-(attention, mask, softmax, LayerNorm formula) from the weights of one torch
-nn.TransformerDecoderLayer, and compared with torch's own forward pass with
+(the LayerNorm formula, the FFN, common/blocks.py's masked attention and heads) from the
+weights of one torch nn.TransformerDecoderLayer, and compared with torch's own forward pass with
 norm_first=False and norm_first=True. Wrong placements written the same way (the
 LayerNorm inside the branch, x + LN(F(x)); LN2 and LN3 swapped) are compared too: they
 must not match, or the check could not tell placements apart.
@@ -22,14 +22,14 @@ two noise lines, and a verdict. Setup (choices): d = 8, h = 2, f = 16, 2 sentenc
 target words reading 5 source words, float64, every parameter redrawn from N(0, 0.5^2).
 Notes: week2/NOTES.md, section 17.
 """
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
-from common import run
+from common import blocks, run
+from common.blocks import causal_mask, join_heads, split_heads
 from common.cli import SEED, int_range, knob, lesson_args, too_big
-from common.records import check
+from common.records import record, said
 
 import torch
 import torch.nn as nn
@@ -38,27 +38,18 @@ TOLERANCE = 1e-6  # a gap at most this is rounding: the two computations agree
 
 
 def attention(x, source, mha, causal):
-    """Multi-head attention by hand with the weights of torch's `mha`: queries from x
-    [B, T, d], keys and values from source [B, S, d]; causal hides the later positions."""
-    B, T, d = x.shape
-    S, h = source.shape[1], mha.num_heads
-    d_k = d // h
+    """Multi-head attention wired to the weights of torch's `mha` (its W^Q, W^K, W^V stacked in
+    in_proj_weight): queries from x [B, T, d], keys and values from source [B, S, d]; causal
+    hides the later positions. Heads and formula: common/blocks.py's (taught in week1/03, week1/01)."""
+    h = mha.num_heads
     W_Q, W_K, W_V = mha.in_proj_weight.chunk(3)  # each [d, d]
     b_Q, b_K, b_V = mha.in_proj_bias.chunk(3)  # each [d]
-
-    def split_heads(t):  # [B, n, d] -> [B, h, n, d_k]
-        return t.view(B, -1, h, d_k).transpose(1, 2)
-
-    Q = split_heads(x @ W_Q.T + b_Q)  # [B, h, T, d_k]
-    K = split_heads(source @ W_K.T + b_K)  # [B, h, S, d_k]
-    V = split_heads(source @ W_V.T + b_V)  # [B, h, S, d_k]
-    scores = Q @ K.transpose(-2, -1) / math.sqrt(d_k)  # [B, h, T, S]
-    if causal:
-        future = torch.triu(torch.ones(T, S, dtype=torch.bool), diagonal=1)  # True = a later word
-        scores = scores.masked_fill(future, -math.inf)
-    alpha = torch.softmax(scores, dim=-1)  # [B, h, T, S]
-    concat = (alpha @ V).transpose(1, 2).reshape(B, T, d)  # [B, T, d]
-    return concat @ mha.out_proj.weight.T + mha.out_proj.bias
+    Q = split_heads(x @ W_Q.T + b_Q, h)  # [B, h, T, d_k]
+    K = split_heads(source @ W_K.T + b_K, h)  # [B, h, S, d_k]
+    V = split_heads(source @ W_V.T + b_V, h)  # [B, h, S, d_k]
+    mask = causal_mask(x.shape[1]) if causal else None  # [T, T], True = a later word, hidden
+    Z, _ = blocks.attention(Q, K, V, mask)  # [B, h, T, d_k]: softmax(Q K^T / sqrt(d_k) + M) V
+    return join_heads(Z) @ mha.out_proj.weight.T + mha.out_proj.bias  # [B, T, d]
 
 
 def layer_norm(x, norm):
@@ -110,7 +101,7 @@ def lesson(args):
     torch_pre.load_state_dict(torch_post.state_dict())  # the very same weights
     x = torch.randn(B, T, d, dtype=torch.float64)  # [B, T, d] the decoder's input
     memory = torch.randn(B, S, d, dtype=torch.float64)  # [B, S, d] the encoder's output
-    causal = torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=1)  # True = hidden from the query
+    future = causal_mask(T)  # [T, T] bool, True = hidden from the query (torch's convention too)
 
     print(f"decoder layer d={d}, h={h}, f={f}; target [B, T, d]=[{B}, {T}, {d}], "
           f"memory [B, S, d]=[{B}, {S}, {d}]")
@@ -128,7 +119,7 @@ def lesson(args):
                   "LN in the branch x + LN(F(x))": norm_in_branch,
                   "post-norm, LN2 and LN3 swapped": lambda x, m, layer: post_norm(x, m, layer, norms=(1, 3, 2))}
     with torch.no_grad():
-        reference = {layer.norm_first: layer(x, memory, tgt_mask=causal) for layer in (torch_post, torch_pre)}
+        reference = {layer.norm_first: layer(x, memory, tgt_mask=future) for layer in (torch_post, torch_pre)}
         gaps = {name: {norm_first: (wiring(x, memory, torch_post) - out).abs().max().item()
                        for norm_first, out in reference.items()}
                 for name, wiring in placements.items()}
@@ -144,16 +135,19 @@ def lesson(args):
     pre_ok = gaps["pre-norm x + F(LN(x))"][True] <= TOLERANCE
     wrong_apart = all(gap[False] > TOLERANCE for name, gap in gaps.items() if name != "post-norm LN(x + F(x))")
     holds = post_ok and pre_ok and wrong_apart
-    check("the post-norm decoder layer puts LN after each residual add", "Verdict: as the page says: torch's "
-          "post-norm decoder layer puts LN1, LN2, LN3 after the residual\n  adds of self-attention, cross-attention "
-          f"and the FFN (gap at most {TOLERANCE:g});\n  no other placement matches it" if holds
-          else f"Verdict: CONTRADICTS THE PAGE: post-norm matches: {post_ok}; pre-norm matches: {pre_ok}; "
-          f"the wrong placements all differ: {wrong_apart}", holds,
-          value=f"post-norm gap {gaps['post-norm LN(x + F(x))'][False]:.2g}",
-          threshold=f"post-norm and pre-norm by hand within {TOLERANCE:g} of torch's; every other placement not")
+    if holds:
+        print(f"Verdict: {said(holds)}: torch's post-norm decoder layer puts LN1, LN2, LN3 after the residual\n"
+              f"  adds of self-attention, cross-attention and the FFN (gap at most {TOLERANCE:g});\n"
+              "  no other placement matches it")
+    else:
+        print(f"Verdict: {said(holds)}: post-norm matches: {post_ok}; pre-norm matches: {pre_ok}; "
+              f"the wrong placements all differ: {wrong_apart}")
+    record("the post-norm decoder layer puts LN after each residual add", holds,
+           value=f"post-norm gap {gaps['post-norm LN(x + F(x))'][False]:.2g}",
+           threshold=f"post-norm and pre-norm by hand within {TOLERANCE:g} of torch's; every other placement not")
     # Same weights, same words: only the position of the three LayerNorms differs, and that
     # alone changes the output, so "where the norm goes" is part of the architecture.
-    return 0 if post_ok and pre_ok and wrong_apart else 1
+    return 0 if holds else 1
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
