@@ -331,7 +331,7 @@ def week1_04_outcomes(monkeypatch, *argv, **replace):
     module = load_script("week1/04_encoder_parameter_count")
     for name, value in replace.items():
         monkeypatch.setattr(module, name, value)
-    monkeypatch.setattr(sys, "argv", ["04_encoder_parameter_count.py", *argv])
+    monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
     with collected() as got:
         module.main()
     return {r["name"]: r["outcome"] for r in got}

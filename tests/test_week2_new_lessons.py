@@ -218,7 +218,7 @@ def test_train_and_evaluation_lines_flip_for_a_norm_that_behaves_otherwise(monke
     module = load_script("week2/04_norm_axes")
     real = module.nn.BatchNorm1d
     monkeypatch.setattr(module.nn, "BatchNorm1d", lambda *a, **k: real(*a, **{**k, "track_running_stats": False}))
-    monkeypatch.setattr(sys, "argv", ["04_norm_axes.py", "--figure", "/dev/null.png"])
+    monkeypatch.setattr(sys, "argv", [module.__file__, "--figure", "/dev/null.png"])
     monkeypatch.setattr(module, "save_figure", lambda fig, path: "figure skipped")
     with collected() as got:
         module.main()
@@ -238,7 +238,7 @@ def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(mon
 
     module = load_script("week2/03_sinusoidal_pe")
     real = module.sinusoidal_pe
-    monkeypatch.setattr(sys, "argv", ["03_sinusoidal_pe.py"])
+    monkeypatch.setattr(sys, "argv", [module.__file__])
     with collected() as got:
         module.main()
     assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "upholds the page"
@@ -262,7 +262,7 @@ def smoothing_outcome(monkeypatch, *argv, **replace):
     module = load_script("week2/05_label_smoothing")
     for name, value in replace.items():
         monkeypatch.setattr(module, name, value)
-    monkeypatch.setattr(sys, "argv", ["05_label_smoothing.py", *argv])
+    monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
     with collected() as got:
         module.main()
     return {r["name"]: r["outcome"] for r in got}["label smoothing stops the model from becoming over-confident"]

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.maths import softmax
 from common.records import record
 
@@ -78,9 +78,12 @@ def limits(args):
                    knobs=("--batch", "--heads", "--tokens", "--d-k"))
 
 
-def main():
-    lesson(lesson_args(__file__, "Scaled dot-product attention in NumPy vs torch's SDPA (Week 1, section 4).",
-                       KNOBS, TRY_IT, limits=limits))
+DESCRIPTION = "Scaled dot-product attention in NumPy vs torch's SDPA (Week 1, section 4)."
+LESSON = Lesson(__file__, page=("week1", 4), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import attention
-from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, float_range, int_range, knob, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
 from common.records import record, said
@@ -201,10 +201,14 @@ def limits(args):
                    knobs=("--d", "--max-len", "--sentences"))
 
 
-def main():
-    lesson(lesson_args(__file__, "The slow chain: steps and gradient size from word 1 to word T, for an RNN and for "
-                       "one attention layer (Week 1, section 1).", KNOBS, TRY_IT, limits=limits,
-                       figure="where to save the figure"))
+DESCRIPTION = ("The slow chain: steps and gradient size from word 1 to word T, for an RNN and for one attention "
+               "layer (Week 1, section 1).")
+LESSON = Lesson(__file__, page=("week1", 1), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                figure="where to save the figure")
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

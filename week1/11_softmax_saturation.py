@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, allowed, show, whole_ticks
 from common.records import record, said
@@ -279,8 +279,12 @@ def limits(args):
 FIGURE_HELP = "where to save the figure"
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP, live=LIVE)
+LESSON = Lesson(__file__, page=("week1", 4), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                figure=FIGURE_HELP, live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     drawn, wide = lesson(args)
     if args.live:
         show(live_view, args.seed, args.sentences, args.tokens, drawn, wide)  # opens at the widest width printed

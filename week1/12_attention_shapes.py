@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import attention
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.records import record, said
 
 import numpy as np
@@ -111,9 +111,13 @@ def limits(args):
                    knobs=("--batch", "--tokens", "--d-model", "--d-k", "--d-v"))
 
 
-def main():
-    lesson(lesson_args(__file__, "The shapes of X, Q, K, V, A and Z in one self-attention head, with d_k different "
-                       "from d_v (Week 1, section 3).", KNOBS, TRY_IT, limits=limits))
+DESCRIPTION = ("The shapes of X, Q, K, V, A and Z in one self-attention head, with d_k different from d_v (Week 1, "
+               "section 3).")
+LESSON = Lesson(__file__, page=("week1", 3), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -27,7 +27,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.records import record, said
 
 import torch
@@ -126,9 +126,12 @@ def limits(args):
                    knobs=("--inputs", "--d-model", "--d-ff"))
 
 
-def main():
-    lesson(lesson_args(__file__, "Two linear layers are one linear layer; the ReLU between them breaks that (Week 1, "
-                       "section 6).", KNOBS, TRY_IT, limits=limits))
+DESCRIPTION = "Two linear layers are one linear layer; the ReLU between them breaks that (Week 1, section 6)."
+LESSON = Lesson(__file__, page=("week1", 6), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import join_heads, split_heads
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.printing import n_params
 from common.records import record, said
 
@@ -192,9 +192,13 @@ def limits(args):
                    knobs=("--long", "--d-model", "--d-ff", "--heads"))
 
 
-def main():
-    lesson(lesson_args(__file__, "Parameter counts of one encoder layer (weights only and full) and what grows when "
-                       "the sentence gets longer (Week 1, section 7).", KNOBS, TRY_IT, limits=limits))
+DESCRIPTION = ("Parameter counts of one encoder layer (weights only and full) and what grows when the sentence gets "
+               "longer (Week 1, section 7).")
+LESSON = Lesson(__file__, page=("week1", 7), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import attention, join_heads, split_heads
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.live import Blit, View, add_slider, show, whole_ticks
 from common.printing import vec
 from common.records import record
@@ -193,8 +193,12 @@ def limits(args):
     return None
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+LESSON = Lesson(__file__, page=("eli5", 3), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     lesson(args)
     if args.live:
         show(live_view, args.seq, args.d_model, args.heads, args.seed)

@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import sinusoidal_pe
-from common.cli import int_range, knob, lesson_args, too_big
+from common.cli import Lesson, int_range, knob, too_big
 from common.printing import readable, vec
 from common.progress import Progress
 from common.records import record, said
@@ -189,8 +189,11 @@ def limits(args):
                    knobs=("--up-to", "--d-model", "--offset (fewer values)"))
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
+LESSON = Lesson(__file__, page=("week2", 5), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

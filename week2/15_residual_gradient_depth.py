@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, float_range, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, float_range, int_range, knob, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
 from common.records import record, said
@@ -187,8 +187,12 @@ FIGURE_HELP = ("where to save the figure (a run with every other flag at its def
                "week2/figures/residual_gradient_depth.png)")
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP))
+LESSON = Lesson(__file__, page=("week2", 6), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                figure=FIGURE_HELP)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.printing import vec
 from common.records import record, said
 
@@ -133,10 +133,13 @@ def limits(args):
                    knobs=("--batch", "--tokens", "--pad", "--d-model"))
 
 
-def main():
+LESSON = Lesson(__file__, page=("week2", 6), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
     # (In evaluation mode BatchNorm uses running statistics instead, but those were gathered
     # in training, padding and all.)
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import blocks, run
 from common.blocks import causal_mask, join_heads, split_heads
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.records import record, said
 
 import torch
@@ -178,8 +178,11 @@ def limits(args):
                    knobs=("--batch", "--tgt-len", "--src-len", "--d-model", "--heads", "--d-ff"))
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits))
+LESSON = Lesson(__file__, page=("week2", 6), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":
