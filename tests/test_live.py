@@ -556,14 +556,41 @@ def test_positional_encoding_sliders_draw_the_printed_tags(monkeypatch, capsys):
         view.widgets[slider].set_val(value)
         p, d = int(view.widgets["position"].val), int(view.widgets["d_model"].val)
         table_ax, row_ax = view.fig.axes[:2]
-        box = table_ax.patches[0]
+        box, above, below = table_ax.patches[:3]
         assert box.get_y() == p - 0.5 and box.get_width() == d  # the box on row p of the table
+        assert (above.get_y(), above.get_height(), below.get_y(), below.get_height()) == (-0.5, p, p + 0.5, 49 - p)
+        assert above.get_width() == below.get_width() == d  # every row but p faded, right across the table
+        assert list(table_ax.lines[0].get_ydata()) == [p]  # the pointer beside the table, at row p
         drawn = [b.get_height() for b in row_ax.patches if b.get_visible()]
         torch_form = module.torch_pe(50, d)[p].tolist()  # the lesson's independent torch form
         assert drawn == pytest.approx(torch_form, abs=1e-5)
         assert row_ax.get_title() == f"PE({p}): squared length {d / 2:.4f} = d/2 = {d / 2:g}"
         assert np.array_equal(table_ax.images[0].get_array(), module.sinusoidal_pe(50, d))
         assert whole(table_ax, "x") and whole(table_ax, "y") and whole(row_ax, "x")  # no tick between two cells
+
+
+def test_the_position_table_has_its_colour_scale_and_the_chosen_row_stands_out():
+    """The learner trial's finding: the table had no colour scale, and its marked row was a
+    thin black line. Now the scale beside it runs from -1 to 1, and the chosen row is the one
+    row drawn in full colour (the others faded), pointed at from beside the table."""
+    view = window("week2/03_sinusoidal_pe")[0]
+    table_ax = view.fig.axes[0]
+    scale = table_ax.images[0].colorbar
+    assert scale is not None and (scale.vmin, scale.vmax) == (-1, 1) and "PE(p, c)" in scale.ax.get_ylabel()
+    view.widgets["position"].set_val(20)
+    view.fig.canvas.draw()
+    picture = pixels(view.fig).astype(float)
+    x0, x1 = table_ax.transData.transform([(0, 0), (15, 0)])[:, 0].round().astype(int)
+    height = picture.shape[0]
+
+    def row_colour(p):  # the mean colour of row p's middle, across the table
+        y = int(round(height - table_ax.transData.transform((0, p))[1]))
+        return picture[y, x0:x1, :3]
+
+    faded, shown = row_colour(10), row_colour(20)
+    assert np.abs(shown - 255).mean() > 2 * np.abs(faded - 255).mean()  # the chosen row far from white
+    marker = table_ax.lines[0]
+    assert marker.get_marker() == "<" and marker.get_markersize() >= 10 and not marker.get_clip_on()
 
 
 def test_positional_encoding_window_opens_at_the_printed_d():
