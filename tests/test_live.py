@@ -441,9 +441,20 @@ def test_causal_mask_window_opens_on_the_printed_rows():
     assert "the printed run's scores" in view.fig._suptitle.get_text()
 
 
+def causal_grid(view):
+    """week2/01's window as drawn: (the weights image's array, the numbers written in its
+    cells by (row, column) from 1, the row sums beside it)."""
+    grid_ax = view.fig.axes[0]
+    texts = [t for t in grid_ax.texts if t.get_text()]
+    cells = {(round(t.get_position()[1]) + 1, round(t.get_position()[0]) + 1): t.get_text()
+             for t in texts if not t.get_text().startswith("sum ")}
+    return grid_ax.images[0].get_array(), cells, [t.get_text() for t in texts if t.get_text().startswith("sum ")]
+
+
 def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
     """One slider moved at a time (as a learner drags them), and after each move everything
-    drawn is checked: the grid, the chosen row's bars, its title and its box."""
+    drawn is checked: the grid, the numbers in its cells, the chosen row's bars, its title,
+    its box, and the row picker's end (row T)."""
     name = "week2/01_causal_mask"
     view, module, _, _ = window(name, "--seed", "3", "--seq-len", "9")
     assert view.widgets["T"].val == 9
@@ -451,7 +462,7 @@ def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
     for slider, value in (("row", 2), ("T", 9), ("row", 9), ("T", 4), ("row", 12), ("T", 10), ("T", 6)):
         view.widgets[slider].set_val(value)
         T, i = int(view.widgets["T"].val), int(view.widgets["row"].val)
-        assert i <= T
+        assert i <= T and view.widgets["row"].valmax == T
         out = runs[T]
         box = next(p for p in view.fig.axes[0].patches if p.get_edgecolor()[:3] == (1.0, 0.0, 0.0))
         assert box.get_y() == i - 1.5 and box.get_width() == T  # the red box on the chosen row
@@ -461,11 +472,52 @@ def test_causal_mask_sliders_draw_the_printed_rows(monkeypatch, capsys):
         assert view.fig.axes[1].get_title() == (f"row {i}: {i} visible word{'s' * (i > 1)}; "
                                                 f"sum = {line.split('sum=')[1]}")
         mask = module.causal_mask(T)
-        weights = module.masked_weights(np.random.default_rng(3).standard_normal((T, T)), mask)
-        drawn = view.fig.axes[0].images[0].get_array()
-        assert np.array_equal(drawn.mask, mask == 1) and np.array_equal(drawn.data[mask == 0], weights[mask == 0])
-        sums = [t.get_text() for t in view.fig.axes[0].texts if t.get_text()]
+        weights = module.masked_weights(module.score_table(3)[:T, :T], mask)
+        image, cells, sums = causal_grid(view)
+        assert np.array_equal(image.mask, mask == 1) and np.array_equal(image.data[mask == 0], weights[mask == 0])
+        assert cells == {(r + 1, c + 1): f"{weights[r, c]:.2f}" for r in range(T) for c in range(r + 1)}
         assert sums == [f"sum {total:.2f}" for total in weights.sum(axis=1)]
+        printed_rows = [line for line in out.splitlines() if line.startswith("row ")]
+        assert printed_rows == [f"row {r + 1}: {module.vec(weights[r])}; sum={weights[r].sum():.4f}" for r in range(T)]
+
+
+@pytest.mark.parametrize("argv", [(), ("--seed", "3", "--seq-len", "9")])
+def test_moving_T_never_changes_an_earlier_row(argv, monkeypatch, capsys):
+    """The learner trial's finding: a later word must not change an earlier row. The scores
+    are drawn once, at the largest T, and T shows their first T rows and columns: row i's
+    weights (drawn, and printed by a run at that T) are the same at every T from i to 12,
+    whichever way T moves. (Drawing T x T new scores for each T moved row 2 from 0.92/0.08 at
+    T = 11 to 0.11/0.89 at T = 12.) Same to float rounding: a longer row's softmax sums its
+    zeros too, in another order."""
+    name = "week2/01_causal_mask"
+    view, module, _, _ = window(name, *argv)
+    seen = {}  # row -> its drawn weights, the first time a T showed it
+    for T in (*range(1, module.MOST + 1), *range(module.MOST - 1, 0, -1)):
+        view.widgets["T"].set_val(T)
+        image = causal_grid(view)[0]
+        for i in range(T):
+            row = image.data[i, : i + 1].tolist()
+            assert seen.setdefault(i, row) == pytest.approx(row, rel=0, abs=1e-15), \
+                f"row {i + 1} changed when T moved to {T}"
+    if argv:  # runs at other T print the same rows as the window draws
+        for T in (2, 11, 12):
+            out = printed(monkeypatch, capsys, name, "--seed", "3", "--seq-len", str(T))
+            for i in range(T):
+                assert f"row {i + 1}: {module.vec(seen[i] + [0.0] * (T - i - 1))};" in out
+
+
+def test_the_row_picker_ends_at_T_and_the_grid_has_a_colour_scale():
+    """The row picker's track runs from row 1 to row T (not to 12 while T is 4), and the
+    grid's colours have their scale beside it: weight 0 to 1."""
+    view = window("week2/01_causal_mask")[0]
+    row_slider, weights_image = view.widgets["row"], view.fig.axes[0].images[0]
+    for T in (4, 12, 1, 7):
+        view.widgets["T"].set_val(T)
+        assert (row_slider.valmin, row_slider.valmax) == (1, T)
+        assert row_slider.ax.get_xlim() == ((0, 2) if T == 1 else (1, T))
+    scale = weights_image.colorbar
+    assert scale is not None and scale.ax in view.fig.axes and (scale.vmin, scale.vmax) == (0, 1)
+    assert "weight" in scale.ax.get_ylabel()
 
 
 def test_the_row_knob_follows_the_row_shown_when_T_shrinks():
@@ -506,14 +558,41 @@ def test_positional_encoding_sliders_draw_the_printed_tags(monkeypatch, capsys):
         view.widgets[slider].set_val(value)
         p, d = int(view.widgets["position"].val), int(view.widgets["d_model"].val)
         table_ax, row_ax = view.fig.axes[:2]
-        box = table_ax.patches[0]
+        box, above, below = table_ax.patches[:3]
         assert box.get_y() == p - 0.5 and box.get_width() == d  # the box on row p of the table
+        assert (above.get_y(), above.get_height(), below.get_y(), below.get_height()) == (-0.5, p, p + 0.5, 49 - p)
+        assert above.get_width() == below.get_width() == d  # every row but p faded, right across the table
+        assert list(table_ax.lines[0].get_ydata()) == [p]  # the pointer beside the table, at row p
         drawn = [b.get_height() for b in row_ax.patches if b.get_visible()]
         torch_form = module.torch_pe(50, d)[p].tolist()  # the lesson's independent torch form
         assert drawn == pytest.approx(torch_form, abs=1e-5)
         assert row_ax.get_title() == f"PE({p}): squared length {d / 2:.4f} = d/2 = {d / 2:g}"
         assert np.array_equal(table_ax.images[0].get_array(), module.sinusoidal_pe(50, d))
         assert whole(table_ax, "x") and whole(table_ax, "y") and whole(row_ax, "x")  # no tick between two cells
+
+
+def test_the_position_table_has_its_colour_scale_and_the_chosen_row_stands_out():
+    """The learner trial's finding: the table had no colour scale, and its marked row was a
+    thin black line. Now the scale beside it runs from -1 to 1, and the chosen row is the one
+    row drawn in full colour (the others faded), pointed at from beside the table."""
+    view = window("week2/03_sinusoidal_pe")[0]
+    table_ax = view.fig.axes[0]
+    scale = table_ax.images[0].colorbar
+    assert scale is not None and (scale.vmin, scale.vmax) == (-1, 1) and "PE(p, c)" in scale.ax.get_ylabel()
+    view.widgets["position"].set_val(20)
+    view.fig.canvas.draw()
+    picture = pixels(view.fig).astype(float)
+    x0, x1 = table_ax.transData.transform([(0, 0), (15, 0)])[:, 0].round().astype(int)
+    height = picture.shape[0]
+
+    def row_colour(p):  # the mean colour of row p's middle, across the table
+        y = int(round(height - table_ax.transData.transform((0, p))[1]))
+        return picture[y, x0:x1, :3]
+
+    faded, shown = row_colour(10), row_colour(20)
+    assert np.abs(shown - 255).mean() > 2 * np.abs(faded - 255).mean()  # the chosen row far from white
+    marker = table_ax.lines[0]
+    assert marker.get_marker() == "<" and marker.get_markersize() >= 10 and not marker.get_clip_on()
 
 
 def test_positional_encoding_window_opens_at_the_printed_d():
@@ -862,16 +941,22 @@ def test_the_arrow_keys_move_the_active_slider_one_step():
 # ---------------------------------------------------------------- labels at the extremes
 
 def test_the_sums_stay_clear_of_the_bars_at_every_T():
-    """week2/01: the row sums written beside the table never run into the bars' panel (its
-    numbers or its "weight" label), at T = 1 as at T = 12."""
+    """week2/01: the row sums written beside the table never run into the colour scale or the
+    bars' panel (its numbers or its "weight" label), at T = 1 as at T = 12; the numbers in
+    the cells stay inside their cells."""
     view = window("week2/01_causal_mask")[0]
     grid_ax, row_ax = view.fig.axes[:2]
+    scale_ax = grid_ax.images[0].colorbar.ax
     renderer = view.fig.canvas.get_renderer()
     for T in (1, 2, 6, 12):
         view.widgets["T"].set_val(T)
         view.fig.canvas.draw()
-        bars_panel = row_ax.get_tightbbox(renderer)
+        bars_panel, scale = row_ax.get_tightbbox(renderer), scale_ax.get_tightbbox(renderer)
+        cell = grid_ax.get_window_extent(renderer).width / T
         for text in grid_ax.texts:
-            if text.get_text():
-                assert not text.get_window_extent(renderer).overlaps(bars_panel), (T, text.get_text())
+            if text.get_text().startswith("sum "):
+                extent = text.get_window_extent(renderer)
+                assert not extent.overlaps(bars_panel) and not extent.overlaps(scale), (T, text.get_text())
+            elif text.get_text():
+                assert text.get_window_extent(renderer).width < cell, (T, text.get_text())
         assert whole(grid_ax, "x") and whole(grid_ax, "y") and whole(row_ax, "x")

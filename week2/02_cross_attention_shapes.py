@@ -3,6 +3,9 @@
 Page: Week 2, section 3 "Cross-attention: the decoder reading the source",
 02_cross_attention_shapes.py.
 
+    weights = softmax(Q K^T / sqrt(d_k)),   Q [B, h, T, d_k] from the decoder,
+                                            K, V [B, h, S, d_k] from the encoder's output
+
 Queries come from the decoder's T target positions, keys and values from the encoder's
 S source positions. So the weight table has one row per target word and one column per
 source word: [B, h, T, S]. No causal mask over the source (it is all known already);
@@ -18,51 +21,56 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, int_range, knob, lesson_args, too_big
-from common.records import check
+from common.records import record
 
 import torch
 import torch.nn as nn
+
+ROW_SUM = 1e-6  # a row "sums to 1" within this: float32 rounding of its sum is about 1e-7
 
 
 def lesson(args):
     """Random decoder states read random encoder output through torch's own cross-attention."""
     B, S, T, d, h = args.batch, args.source_len, args.target_len, args.d_model, args.heads
     torch.manual_seed(args.seed)
-    decoder_states = torch.randn(B, T, d)  # [B, T, d]: the queries' source
-    memory = torch.randn(B, S, d)  # [B, S, d]: the encoder's final output
+    decoder_states = torch.randn(B, T, d)  # [B, T, d]: where the queries come from
+    memory = torch.randn(B, S, d)  # [B, S, d]: the encoder's final output, the keys' and values' source
     cross = nn.MultiheadAttention(d, h, batch_first=True)
-    out, weights = cross(decoder_states, memory, memory, average_attn_weights=False)
+    out, weights = cross(decoder_states, memory, memory, average_attn_weights=False)  # [B, T, d], [B, h, T, S]
 
     print(f"[B, S, T, d, h] = {[B, S, T, d, h]}")
     print(f"  ({B} sentence pairs, {S} source words, {T} target words, {d} numbers per word, {h} heads)")
     print(f"decoder states (queries)      {list(decoder_states.shape)}")
     print(f"encoder output (keys, values) {list(memory.shape)}")
-    check("rows come from the queries, columns from the keys", f"attention weights, all heads  "
-          f"{list(weights.shape)} = [B, h, T, S]", list(weights.shape) == [B, h, T, S], value=str(list(weights.shape)),
-          threshold=f"= [B, h, T, S] = {[B, h, T, S]}")
+    print(f"attention weights, all heads  {list(weights.shape)} = [B, h, T, S]")
+    record("rows come from the queries, columns from the keys", list(weights.shape) == [B, h, T, S],
+           value=str(list(weights.shape)), threshold=f"= [B, h, T, S] = {[B, h, T, S]}")
     print(f"output                        {list(out.shape)}")
-    row_sums = weights.sum(-1)
-    check("each row sums to 1 over the source words", f"each row (one target word) sums to 1 over the {S} source "
-          f"words: {row_sums.min().item():.6f}..{row_sums.max().item():.6f}", (row_sums - 1).abs().max().item() < 1e-6,
-          value=(row_sums - 1).abs().max().item(), threshold="every row within 1e-6 of 1")
-    check("no causal mask over the source", f"no causal mask over the source: smallest weight > 0: "
-          f"{bool((weights > 0).all())}", bool((weights > 0).all()), value=weights.min().item(),
-          threshold="every weight above 0")
     # Rows come from the queries (target), columns from the keys (source): T x S per head.
+
+    row_sums = weights.sum(-1)  # [B, h, T]
+    print(f"each row (one target word) sums to 1 over the {S} source words: "
+          f"{row_sums.min().item():.6f}..{row_sums.max().item():.6f}")
+    worst = (row_sums - 1).abs().max().item()
+    record("each row sums to 1 over the source words", worst < ROW_SUM, value=worst,
+           threshold="every row within 1e-6 of 1")
+    seen = bool((weights > 0).all())
+    print(f"no causal mask over the source: smallest weight > 0: {seen}")
+    record("no causal mask over the source", seen, value=weights.min().item(), threshold="every weight above 0")
 
     # Padding is the one thing hidden in the source: pretend the last source word of
     # batch item 1 is padding (with S = 1 that would leave a row with nothing to see).
     if S > 1:
-        padding = torch.zeros(B, S, dtype=torch.bool)
+        padding = torch.zeros(B, S, dtype=torch.bool)  # [B, S], True = padding (hidden)
         padding[0, -1] = True
         _, padded = cross(decoder_states, memory, memory, key_padding_mask=padding,
-                          average_attn_weights=False)
-        hidden, sums = padded[0, :, :, -1].abs().max().item(), padded.sum(-1)
-        check("source padding gets no weight, rows still sum to 1", f"with the last source word of item 1 marked as "
-              f"padding: its weight={hidden};\n"
-              f"  rows still sum to {sums.min().item():.6f}..{sums.max().item():.6f}",
-              hidden == 0 and (sums - 1).abs().max().item() < 1e-6, value=hidden,
-              threshold="the padding's weight exactly 0; rows within 1e-6 of 1")
+                          average_attn_weights=False)  # [B, h, T, S]
+        hidden, sums = padded[0, :, :, -1].abs().max().item(), padded.sum(-1)  # sums [B, h, T]
+        print(f"with the last source word of item 1 marked as padding: its weight={hidden};")
+        print(f"  rows still sum to {sums.min().item():.6f}..{sums.max().item():.6f}")
+        record("source padding gets no weight, rows still sum to 1",
+               hidden == 0 and (sums - 1).abs().max().item() < ROW_SUM, value=hidden,
+               threshold="the padding's weight exactly 0; rows within 1e-6 of 1")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it

@@ -22,7 +22,7 @@ from common import run
 from common.cli import SEED, knob, lesson_args
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import check, record
+from common.records import record
 
 import numpy as np
 import torch
@@ -55,46 +55,49 @@ def fmt(values):
 
 def lesson(args):
     """The page's hand-checks, both norms by hand and by torch, then the axes each pools."""
-    token = np.array([1.0, 2.0, 3.0])  # one token, d = 3
+    token = np.array([1.0, 2.0, 3.0])  # [d]: one token, d = 3
+    by_hand = normalize(token, axes=(0,))  # [d]
+    by_torch = fmt(nn.LayerNorm(3)(torch.tensor(token, dtype=torch.float32)).detach().numpy())  # eps = 1e-5
     print(f"LayerNorm of one token (1, 2, 3): mean={token.mean():.4f}; variance={token.var():.4f}")
-    print(f"  by hand: {fmt(normalize(token, axes=(0,)))}")
-    by_torch = nn.LayerNorm(3)(torch.tensor(token, dtype=torch.float32))  # eps = 1e-5
-    by_hand = normalize(token, axes=(0,))
-    check("LayerNorm by hand is torch's on one token", f"  torch nn.LayerNorm: {fmt(by_torch.detach().numpy())}",
-          fmt(by_torch.detach().numpy()) == fmt(by_hand), value=fmt(by_torch.detach().numpy()),
-          threshold=f"= {fmt(by_hand)}, at 4 decimals")
+    print(f"  by hand: {fmt(by_hand)}")
+    print(f"  torch nn.LayerNorm: {by_torch}")
+    record("LayerNorm by hand is torch's on one token", by_torch == fmt(by_hand), value=by_torch,
+           threshold=f"= {fmt(by_hand)}, at 4 decimals")
 
-    X = np.array([[1.0, 2.0], [3.0, 4.0]])  # rows = samples, columns = features
+    X = np.array([[1.0, 2.0], [3.0, 4.0]])  # [samples, features]
+    batch_norm = fmt(normalize(X, axes=0))  # each feature over the batch
+    theirs = fmt(nn.BatchNorm1d(2, affine=False)(torch.tensor(X, dtype=torch.float32)).numpy())  # training mode
+    rows = fmt(normalize(X, axes=1))  # each row alone: LayerNorm
     print("batch X=[[1, 2], [3, 4]] (rows = samples):")
-    print(f"  BatchNorm by hand (each feature over the batch, eps=0): {fmt(normalize(X, axes=0))}")
-    bn = nn.BatchNorm1d(2, affine=False)  # training mode, eps = 1e-5
-    theirs = fmt(bn(torch.tensor(X, dtype=torch.float32)).numpy())
-    check("BatchNorm by hand is torch's on the batch", f"  torch nn.BatchNorm1d: {theirs}",
-          theirs == fmt(normalize(X, axes=0)), value=theirs, threshold=f"= {fmt(normalize(X, axes=0))}, at 4 decimals")
-    rows = normalize(X, axes=1)
-    check("LayerNorm on the same rows answers otherwise", f"  LayerNorm on the same rows (each row alone): "
-          f"{fmt(rows)}", fmt(rows) != fmt(normalize(X, axes=0)), value=fmt(rows), threshold="not BatchNorm's answer")
+    print(f"  BatchNorm by hand (each feature over the batch, eps=0): {batch_norm}")
+    print(f"  torch nn.BatchNorm1d: {theirs}")
+    record("BatchNorm by hand is torch's on the batch", theirs == batch_norm, value=theirs,
+           threshold=f"= {batch_norm}, at 4 decimals")
+    print(f"  LayerNorm on the same rows (each row alone): {rows}")
+    record("LayerNorm on the same rows answers otherwise", rows != batch_norm, value=rows,
+           threshold="not BatchNorm's answer")
 
-    one = np.array([[1.0, 2.0, 3.0]])  # a batch of a single sample, 3 features
-    print(f"BatchNorm with one value per feature, by hand (eps=1e-5): "
-          f"{fmt(normalize(one, axes=0, eps=1e-5))}\n  (x - mean = 0, so the output is beta)")
-    single = normalize(one, axes=0, eps=1e-5)
+    one = np.array([[1.0, 2.0, 3.0]])  # [1, 3]: a batch of a single sample, 3 features
+    single = normalize(one, axes=0, eps=1e-5)  # x - mean = 0 in every feature
+    print(f"BatchNorm with one value per feature, by hand (eps=1e-5): {fmt(single)}")
+    print("  (x - mean = 0, so the output is beta)")
     record("BatchNorm of one value gives zero (beta)", np.abs(single).max() == 0,
            value=np.abs(single).max(), threshold="every output exactly 0")
     try:
         nn.BatchNorm1d(3)(torch.tensor(one, dtype=torch.float32))
-        check("torch refuses BatchNorm of one value per feature", "  torch: no error", False, value="no error",
-              threshold="a ValueError")
+        refused = None
     except ValueError as error:
-        check("torch refuses BatchNorm of one value per feature", f"  torch raises ValueError:\n    {error}", True,
-              value="ValueError", threshold="a ValueError")
+        refused = error
+    print(f"  torch raises ValueError:\n    {refused}" if refused else "  torch: no error")
+    record("torch refuses BatchNorm of one value per feature", refused is not None,
+           value="ValueError" if refused else "no error", threshold="a ValueError")
 
     # The same two formulas on a [B, T, d] tensor, against torch's modules.
-    x = np.random.default_rng(args.seed).standard_normal((2, 3, 4)).astype(np.float32)
-    ln = nn.LayerNorm(4, elementwise_affine=False)(torch.from_numpy(x))
-    bn3 = nn.BatchNorm1d(4, affine=False)(torch.from_numpy(x).transpose(1, 2)).transpose(1, 2)  # [B, d, T]
-    for name, by_torch in (("LayerNorm", ln), ("BatchNorm", bn3)):
-        mine = normalize(x.astype(np.float64), POOL_AXES[name], eps=1e-5)
+    x = np.random.default_rng(args.seed).standard_normal((2, 3, 4)).astype(np.float32)  # [B, T, d]
+    ln = nn.LayerNorm(4, elementwise_affine=False)(torch.from_numpy(x))  # [B, T, d]
+    bn = nn.BatchNorm1d(4, affine=False)(torch.from_numpy(x).transpose(1, 2)).transpose(1, 2)  # torch's [B, d, T]
+    for name, by_torch in (("LayerNorm", ln), ("BatchNorm", bn)):
+        mine = normalize(x.astype(np.float64), POOL_AXES[name], eps=1e-5)  # [B, T, d]
         what = "d: the features of one token" if name == "LayerNorm" else "B and T: one feature over every token"
         print(f"[B, T, d]=[2, 3, 4], {name} pools axes {POOL_AXES[name]} ({what}):")
         print(f"max |by hand - torch {name}|={np.abs(mine - by_torch.detach().numpy()).max():.8f}")
@@ -112,12 +115,13 @@ def lesson(args):
         moved[name] = (trained - evaluated).abs().max().item()
     print("train vs evaluation mode, the same [2, 3, 4] tensor through each module:")
     still = "not at all: the same numbers" if moved["LayerNorm"] == 0 else f"by {readable(moved['LayerNorm'])}"
-    check("LayerNorm is the same computation in training and evaluation", f"  LayerNorm's output moves {still}",
-          moved["LayerNorm"] <= SAME, value=moved["LayerNorm"],
-          threshold=f"moves by at most {SAME:g}")
-    check("BatchNorm in evaluation uses its running statistics", f"  BatchNorm's output moves by "
-          f"{readable(moved['BatchNorm'])}\n    (evaluation uses the running mean and variance, not this batch's)",
-          moved["BatchNorm"] > SAME, value=moved["BatchNorm"], threshold=f"moves by more than {SAME:g}")
+    print(f"  LayerNorm's output moves {still}")
+    record("LayerNorm is the same computation in training and evaluation", moved["LayerNorm"] <= SAME,
+           value=moved["LayerNorm"], threshold=f"moves by at most {SAME:g}")
+    print(f"  BatchNorm's output moves by {readable(moved['BatchNorm'])}")
+    print("    (evaluation uses the running mean and variance, not this batch's)")
+    record("BatchNorm in evaluation uses its running statistics", moved["BatchNorm"] > SAME,
+           value=moved["BatchNorm"], threshold=f"moves by more than {SAME:g}")
 
     print(save_figure(plot(x.shape), figure_path(args, FIGURE)))
 

@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import int_range, knob, lesson_args
 from common.printing import n_params
-from common.records import check
+from common.records import record
 
 import torch.nn as nn
 
@@ -50,37 +50,39 @@ def lesson(args):
 
     total = sum(decoder_layer_params(d, f))
     layer = nn.TransformerDecoderLayer(d, h, f, device="meta")
-    check("the formula counts torch's decoder layer", f"decoder layer formula={total:,}; torch count="
-          f"{n_params(layer):,}; equal={total == n_params(layer)}", total == n_params(layer), value=n_params(layer),
-          threshold=f"= {total:,}, 2(4d^2 + 4d) + (2df + f + d) + 6d")
-    stack = nn.TransformerDecoder(layer, args.layers)  # deep copies: each layer its own weights
-    check("every decoder layer has its own weights", f"{args.layers} layers={n_params(stack):,}; {args.layers} x "
-          f"{total:,}={args.layers * total:,}; equal={n_params(stack) == args.layers * total}\n"
-          "  (embeddings and the output layer not included)", n_params(stack) == args.layers * total,
-          value=n_params(stack),
-          threshold=f"= {args.layers} x {total:,}")
-    encoder_layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
-    extra = n_params(layer) - n_params(encoder_layer)
+    counted = n_params(layer)
+    print(f"decoder layer formula={total:,}; torch count={counted:,}; equal={total == counted}")
+    record("the formula counts torch's decoder layer", total == counted, value=counted,
+           threshold=f"= {total:,}, 2(4d^2 + 4d) + (2df + f + d) + 6d")
+
+    stack = n_params(nn.TransformerDecoder(layer, args.layers))  # deep copies: each layer its own weights
+    print(f"{args.layers} layers={stack:,}; {args.layers} x {total:,}={args.layers * total:,}; "
+          f"equal={stack == args.layers * total}")
+    print("  (embeddings and the output layer not included)")
+    record("every decoder layer has its own weights", stack == args.layers * total, value=stack,
+           threshold=f"= {args.layers} x {total:,}")
+
+    extra = counted - n_params(nn.TransformerEncoderLayer(d, h, f, device="meta"))
     cross, norm3 = n_params(layer.multihead_attn), n_params(layer.norm3)  # what the encoder layer lacks
-    check("the decoder's extra is cross-attention and a third LayerNorm", f"decoder layer - encoder layer={extra:,};\n"
-          f"  torch's cross-attention block {cross:,} (4d^2+4d={4 * d * d + 4 * d:,})\n"
-          f"  + its third LayerNorm {norm3:,} (2d={2 * d:,}) = {cross + norm3:,}; equal={extra == cross + norm3}",
-          extra == cross + norm3, value=extra, threshold=f"= {cross + norm3:,}, the cross-attention block and LN3")
+    print(f"decoder layer - encoder layer={extra:,};")
+    print(f"  torch's cross-attention block {cross:,} (4d^2+4d={4 * d * d + 4 * d:,})")
+    print(f"  + its third LayerNorm {norm3:,} (2d={2 * d:,}) = {cross + norm3:,}; equal={extra == cross + norm3}")
+    record("the decoder's extra is cross-attention and a third LayerNorm", extra == cross + norm3, value=extra,
+           threshold=f"= {cross + norm3:,}, the cross-attention block and LN3")
 
     out_layer = nn.Linear(d, V, device="meta")  # [B, T, d] -> [B, T, V]
-    print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights;\n  with a bias "
-          f"{d * V + V:,} (torch nn.Linear count {n_params(out_layer):,})")
+    print(f"output layer d x V={d:,} x {V:,}={d * V:,} weights;")
+    print(f"  with a bias {d * V + V:,} (torch nn.Linear count {n_params(out_layer):,})")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
 
 DESCRIPTION = ("Decoder-layer parameter formula vs torch's TransformerDecoderLayer, six layers, and the output layer "
                "(Week 2, section 4).")
-KNOBS = [knob("--d-model", type=int_range(1, 8192), default=512,
-                                 help="d, numbers per word (a multiple of --heads)"),
+KNOBS = [knob("--d-model", type=int_range(1, 8192), default=512, help="d, numbers per word (a multiple of --heads)"),
          knob("--d-ff", type=int_range(1, 32768), default=2048, help="f, the FFN's hidden width"),
          knob("--heads", type=int_range(1, 128), default=8,
-                                 help="h, heads (must divide --d-model; does not change the count)"),
+              help="h, heads (must divide --d-model; does not change the count)"),
          knob("--layers", type=int_range(1, 48), default=6, help="decoder layers"),
          knob("--vocab", type=int_range(1, 10**6), default=37_000, help="V, vocabulary size")]
 TRY_IT = [("--d-model 768 --d-ff 3072 --heads 12", "BERT-base widths in a decoder layer"),

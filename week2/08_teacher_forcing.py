@@ -21,11 +21,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, int_range, knob, lesson_args
-from common.records import check
+from common.records import record
 
 import numpy as np
 
-BOS = 0
+BOS = 0  # the start symbol: token 0, never a target word
 
 
 def shift_right(tokens, bos=BOS):
@@ -36,33 +36,35 @@ def shift_right(tokens, bos=BOS):
 def lesson(args):
     """The gold target, its shift, stand-in guesses and the page's hand-check, step by step."""
     gold = args.gold
+    forced = shift_right(gold)  # what the decoder reads while training
     print(f"gold target={gold}")
-    check("the decoder input is the target shifted right", f"teacher-forced decoder input={shift_right(gold)} "
-          f"({BOS} = start symbol)", shift_right(gold) == [BOS, *gold[:-1]], value=str(shift_right(gold)),
-          threshold=f"= [{BOS}] + the target without its last token: no position is fed its own label")
+    print(f"teacher-forced decoder input={forced} ({BOS} = start symbol)")
+    record("the decoder input is the target shifted right", forced == [BOS, *gold[:-1]], value=str(forced),
+           threshold=f"= [{BOS}] + the target without its last token: no position is fed its own label")
     print(f"labels={gold}")
     guesses = np.random.default_rng(args.seed).integers(1, 10, size=len(gold)).tolist()
+    free = shift_right(guesses)  # what the decoder reads when it writes alone
     print(f"model's own guesses (stand-ins)={guesses}")
-    print(f"free-running input={shift_right(guesses)}")
-    for t, (forced, free, label) in enumerate(zip(shift_right(gold), shift_right(guesses), gold,
-                                                  strict=True), start=1):
-        print(f"step {t}: teacher-forced input {forced}, free-running input {free}, label {label}")
+    print(f"free-running input={free}")
+    for t, (forced_t, free_t, label) in enumerate(zip(forced, free, gold, strict=True), start=1):
+        print(f"step {t}: teacher-forced input {forced_t}, free-running input {free_t}, label {label}")
     # Training always feeds the gold prefix; generation feeds its own outputs, so a wrong
     # guess at one step becomes a wrong input at the next: the mismatch teacher forcing leaves.
 
     gold_words, step2_guess = ["A", "B", "EOS"], "C"  # the page's hand-check
-    forced = shift_right(gold_words, "BOS")[2]
-    check("after a wrong guess, teacher forcing still feeds the gold token", f"hand-check: gold {gold_words}, step 2 "
-          f"wrongly predicts {step2_guess}:\n  step 3 input under teacher forcing={forced}, "
-          f"free-running={shift_right(['A', step2_guess, 'EOS'], 'BOS')[2]}", forced == gold_words[1], value=forced,
-          threshold=f"= {gold_words[1]}, the gold token")
+    step3_forced = shift_right(gold_words, "BOS")[2]
+    step3_free = shift_right(["A", step2_guess, "EOS"], "BOS")[2]
+    print(f"hand-check: gold {gold_words}, step 2 wrongly predicts {step2_guess}:")
+    print(f"  step 3 input under teacher forcing={step3_forced}, free-running={step3_free}")
+    record("after a wrong guess, teacher forcing still feeds the gold token", step3_forced == gold_words[1],
+           value=step3_forced, threshold=f"= {gold_words[1]}, the gold token")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
 
 DESCRIPTION = "Teacher-forced vs free-running decoder inputs (Week 2, section 1)."
 KNOBS = [knob("--gold", type=int_range(1, 9), nargs="+", default=[1, 2, 3, 4],
-                                 help=f"gold target tokens, up to 20 ({BOS} is the start symbol, so not a target)"),
+              help=f"gold target tokens, up to 20 ({BOS} is the start symbol, so not a target)"),
          knob("--seed", type=SEED, default=42, help="seed of the stand-in guesses")]
 TRY_IT = [("--gold 5 8 2 9 1", "any target of tokens 1..9: the input is it, shifted"),
           ("--seed 3", "other stand-in guesses")]
