@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, set_quietly, show
 from common.maths import softmax
@@ -259,8 +259,12 @@ def limits(args):
 FIGURE_HELP = "save Figure 1 here; a default run saves it to week2/figures/causal_mask.png"
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP, live=LIVE)
+LESSON = Lesson(__file__, page=("week2", 2), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                figure=FIGURE_HELP, live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     lesson(args)
     if args.live:
         show(live_view, args.seed, args.seq_len)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import int_range, knob, lesson_args, too_big
+from common.cli import Lesson, int_range, knob, too_big
 from common.live import Blit, View, add_slider, show
 from common.printing import vec
 from common.records import record
@@ -197,8 +197,12 @@ def limits(args):
                    knobs=("--max-len", "--d-model", "--offset (fewer values)"))
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+LESSON = Lesson(__file__, page=("week2", 5), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     lesson(args)
     if args.live:
         show(live_view, args.d_model, max(LIVE_POSITIONS, args.max_len))

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, knob, lesson_args
+from common.cli import SEED, Lesson, knob
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
 from common.records import record
@@ -166,8 +166,11 @@ TRY_IT = [("--seed 7", "another [2, 3, 4] tensor: the by-hand norms still match 
 FIGURE_HELP = "save Figure 2 here; a default run saves it to week2/figures/norm_axes.png"
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP))
+LESSON = Lesson(__file__, page=("week2", 6), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, figure=FIGURE_HELP)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

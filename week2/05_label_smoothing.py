@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, float_range, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, float_range, int_range, knob
 from common.live import Blit, View, add_slider, allowed, show
 from common.printing import vec
 from common.records import record, said
@@ -247,8 +247,12 @@ def limits(args):
     return None
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+LESSON = Lesson(__file__, page=("week2", 7), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     lesson(args)
     if args.live:
         show(live_view, args.logits, args.gold, args.epsilon)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import int_range, knob, lesson_args
+from common.cli import Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, allowed, show
 from common.records import record
@@ -158,8 +158,12 @@ def limits(args):
 FIGURE_HELP = "save Figure 3 here; a default run saves it to week2/figures/warmup_schedule.png"
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, figure=FIGURE_HELP, live=LIVE)
+LESSON = Lesson(__file__, page=("week2", 7), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                figure=FIGURE_HELP, live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     lesson(args)
     if args.live:
         show(live_view, args.d_model[0], args.warmup)

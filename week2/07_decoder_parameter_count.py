@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import int_range, knob, lesson_args
+from common.cli import Lesson, int_range, knob
 from common.printing import n_params
 from common.records import record
 
@@ -94,8 +94,11 @@ def heads_divide(args):
     return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=heads_divide))
+LESSON = Lesson(__file__, page=("week2", 4), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=heads_divide)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
     # The course shorthand "about 4M per layer" is this count rounded.
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.records import record
 
 import numpy as np
@@ -74,8 +74,11 @@ def at_most_20(args):
     return f"--gold takes at most 20 tokens (got {len(args.gold)})" if len(args.gold) > 20 else None
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=at_most_20))
+LESSON = Lesson(__file__, page=("week2", 1), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=at_most_20)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":
