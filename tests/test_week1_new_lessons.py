@@ -2,6 +2,7 @@
 verdict they print flips when a wrong implementation or the other world is fed through
 the script's own code (main() run in-process with one function swapped)."""
 import math
+import re
 import sys
 
 import numpy as np
@@ -388,3 +389,23 @@ def test_one_wiring_for_both_flips_the_wirings_line(monkeypatch):
         monkeypatch.setattr(module, "post_norm", lambda block, x: block(x))
     outcomes = week1_07_records(monkeypatch, same_wiring)
     assert outcomes["pre-norm and post-norm are different wirings"] == "contradicts the page"
+
+
+# ---------------------------------------------------------------- week1/02: the variance table's columns
+
+VARIANCE = "week1/02_dot_product_variance"
+
+
+@pytest.mark.parametrize(("argv", "widths"), [((), 4), (("--d-k", "1", "2", "512", "1024", "--pairs", "2000"), 4),
+                                              (("--d-k", "1024", "4", "--pairs", "2000"), 2)])
+def test_week1_02s_columns_line_up_at_every_width(monkeypatch, capsys, argv, widths):
+    """Every row's labels and numbers end in the same columns, a 4-digit d_k among 1-digit ones
+    too (the learner trial's --d-k 1024 pushed its row out of line); the page's rows keep the
+    page's widths."""
+    out = run_main(monkeypatch, capsys, load_script(VARIANCE), VARIANCE, *argv)
+    rows = [line for line in out.splitlines() if line.startswith("d_k=")]
+    assert len(rows) == widths
+    ends = {tuple(m.end() for m in re.finditer(r"=\s*[\d.]+", row)) for row in rows}  # where each number ends
+    assert len(ends) == 1, "\n".join(rows)
+    if not argv:
+        assert rows[0] == "d_k=  4 Var(q.k)=    4.04 target=  4 scaled_var=1.011"
