@@ -409,3 +409,22 @@ def test_week1_02s_columns_line_up_at_every_width(monkeypatch, capsys, argv, wid
     assert len(ends) == 1, "\n".join(rows)
     if not argv:
         assert rows[0] == "d_k=  4 Var(q.k)=    4.04 target=  4 scaled_var=1.011"
+
+
+# ---------------------------------------------------------------- week1/03: the heads glue back to d_model
+
+def test_week1_03_upholds_its_claim_and_averaged_heads_flip_it():
+    """Heads averaged instead of glued side by side come back d_k wide, not d_model: caught.
+    (In the lesson's own code W^O [d_model, d_model] then refuses them: the plant hands back
+    the averaged heads as the concatenation, with the right layer's output.)"""
+    module = load_script("week1/03_multihead_shape_check")
+    by_hand = module.multi_head_attention
+    assert main_outcomes(module)[1] == {"the heads concatenate back to d_model": "upholds the page"}
+
+    def averaged(x, mha):
+        out, heads, _ = by_hand(x, mha)
+        return out, heads, heads.mean(dim=1)  # [B, T, d_k]
+
+    out, outcomes = main_outcomes(module, multi_head_attention=averaged)
+    assert outcomes == {"the heads concatenate back to d_model": "contradicts the page"}
+    assert "concat=[2, 5, 4]" in out
