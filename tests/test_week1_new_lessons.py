@@ -428,3 +428,28 @@ def test_week1_03_upholds_its_claim_and_averaged_heads_flip_it():
     out, outcomes = main_outcomes(module, multi_head_attention=averaged)
     assert outcomes == {"the heads concatenate back to d_model": "contradicts the page"}
     assert "concat=[2, 5, 4]" in out
+
+
+# ---------------------------------------------------------------- week1/05: Bahdanau's weights
+
+def test_week1_05_upholds_both_claims_and_wrong_weights_flip_each():
+    """Weights without the softmax's division do not sum to 1; a softmax of -e puts the
+    biggest weight on the lowest score: each is caught by its own record."""
+    module = load_script("week1/05_additive_attention")
+    by_hand = module.additive_attention
+    names = ("the weights sum to 1", "the highest score gets the biggest weight")
+    assert main_outcomes(module)[1] == dict.fromkeys(names, "upholds the page")
+
+    def unnormalized(s, H, W_a, U_a, v_a):  # exp(e_i) alone, not divided by the sum
+        e, _, _ = by_hand(s, H, W_a, U_a, v_a)
+        return e, np.exp(e), np.exp(e) @ H
+
+    def lowest_first(s, H, W_a, U_a, v_a):  # softmax(-e)
+        e, _, _ = by_hand(s, H, W_a, U_a, v_a)
+        alpha = module.softmax(-e)
+        return e, alpha, alpha @ H
+
+    assert main_outcomes(module, additive_attention=unnormalized)[1] == {names[0]: "contradicts the page",
+                                                                          names[1]: "upholds the page"}
+    assert main_outcomes(module, additive_attention=lowest_first)[1] == {names[0]: "upholds the page",
+                                                                         names[1]: "contradicts the page"}
