@@ -11,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, load_script, main_outcomes
+from tests.conftest import SCRIPTS, load_script, main_in_process, main_outcomes
 
 
 def run_main(monkeypatch, capsys, module, name, *argv):
@@ -370,9 +370,9 @@ def test_week1_07s_block_checks_uphold_the_page_as_written(monkeypatch):
 
 
 def test_a_block_mask_that_lets_a_word_see_the_next_one_flips_the_future_line(monkeypatch):
-    def leaky(module, monkeypatch):
-        monkeypatch.setattr(module.CausalSelfAttention, "future", staticmethod(
-            lambda seq: torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=2)))
+    def leaky(module, monkeypatch):  # the block's mask (common/blocks.py's causal_mask) one place off
+        monkeypatch.setattr(module, "causal_mask", lambda T: torch.triu(torch.ones(T, T, dtype=torch.bool),
+                                                                         diagonal=2))
     outcomes = week1_07_records(monkeypatch, leaky)
     assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
 
@@ -453,3 +453,43 @@ def test_week1_05_upholds_both_claims_and_wrong_weights_flip_each():
                                                                           names[1]: "upholds the page"}
     assert main_outcomes(module, additive_attention=lowest_first)[1] == {names[0]: "upholds the page",
                                                                          names[1]: "contradicts the page"}
+
+
+def week1_07_widths(*argv):
+    """week1/07's residual-width lines (from "the two things added" to the FFN folding back) and record."""
+    out, records = main_in_process(load_script("week1/07_eli5_one_block"), *argv)
+    lines = out.split("the two things added must have one shape: ")[1].split("\nLN1 steadies")[0]
+    return lines, records["the residual add needs matching widths"]
+
+
+def test_week1_07_a_width_of_one_is_said_to_broadcast_not_to_be_added():
+    """The learner trial: at --d-model 1, "x [3 x 1] + FFN widened [3 x 16]: torch adds them" read
+    as the opposite of the default's refusal. Now the line names the broadcasting and what it
+    hands back, the FFN still folds back, and the claim is not tested (nothing is refused)."""
+    lines, made = week1_07_widths("--d-model", "1")
+    assert "broadcasts it (copies it across all 16 columns)" in lines and "the sum is [3 x 16]" in lines
+    assert lines.endswith("so the FFN folds back to d") and "torch adds them" not in lines
+    assert made["outcome"] == "not tested here" and "broadcast" in made["why"]
+    lines, made = week1_07_widths("--d-ff", "1")
+    assert "FFN widened is one column wide, so torch broadcasts it" in lines and made["outcome"] == "not tested here"
+    lines, made = week1_07_widths()
+    assert lines.startswith("x [3 x 4] + FFN widened [3 x 16]:\n  torch refuses (") and made["outcome"] == \
+        "upholds the page"
+    lines, made = week1_07_widths("--d-ff", "4")
+    assert "nothing to refuse" in lines and made["outcome"] == "not tested here"
+
+
+def test_week1_07_an_add_that_takes_unequal_widths_flips_the_widths_line(capsys):
+    """A tensor library that silently adds a [3 x 16] grid to a [3 x 4] one (cropping it) is caught."""
+    module = load_script("week1/07_eli5_one_block")
+
+    class Cropping(torch.Tensor):
+        def __add__(self, other):
+            return torch.Tensor.__add__(self.as_subclass(torch.Tensor), other[..., :self.shape[-1]])
+
+    x = torch.randn(1, 3, 4, dtype=torch.float64)
+    from common.records import collected
+    with collected() as got:
+        module.residual_widths(x.as_subclass(Cropping), torch.randn(1, 3, 16, dtype=torch.float64))
+    assert [r["outcome"] for r in got] == ["contradicts the page"]
+    assert "torch adds them: [3 x 4]" in capsys.readouterr().out
