@@ -389,6 +389,23 @@ def test_one_block_stage_slider_draws_each_printed_sat_row():
         assert view.fig.axes[0].get_xlim() == (-0.5, width - 0.5) and view.fig.axes[0].patches[0].get_width() == width
 
 
+@pytest.mark.parametrize("argv", [(), ("--d-ff", "4")], ids=["defaults", "d_ff = d_model"])
+def test_one_block_names_the_ffns_hidden_columns_and_redraws_the_name(argv):
+    """The learner trial: the FFN's 16 hidden columns were labelled "meaning columns". Each
+    stage's axis says what its columns are; with --d-ff equal to --d-model only the name
+    changes between stages (no width does), and the window still shows it, pixel for pixel."""
+    view, module, _, (d, h, f, seed) = window("week1/07_eli5_one_block", *argv)
+    x, block, _ = module.build(d, h, f, seed)
+    names = list(module.stages(block, x))
+    ax = view.fig.axes[0]
+    view.fig.canvas.draw()
+    for i in (*range(len(names)), 4, 5, 6, 5):
+        view.widgets["stage"].set_val(i)
+        hidden = names[i] == "FFN widened"
+        assert ax.get_xlabel() == (f"the FFN's hidden columns ({f})" if hidden else f"meaning columns ({d})")
+        assert np.array_equal(pixels(view.fig), drawn_plainly(view)), f"after stage {i + 1}"
+
+
 # ---------------------------------------------------------------- week1/11: saturation
 
 def test_saturation_window_shows_the_printed_means_and_says_what_they_show(monkeypatch, capsys):

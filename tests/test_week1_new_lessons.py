@@ -2,6 +2,7 @@
 verdict they print flips when a wrong implementation or the other world is fed through
 the script's own code (main() run in-process with one function swapped)."""
 import math
+import re
 import sys
 
 import numpy as np
@@ -10,7 +11,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, load_script, main_outcomes
+from tests.conftest import SCRIPTS, load_script, main_in_process, main_outcomes
 
 
 def run_main(monkeypatch, capsys, module, name, *argv):
@@ -407,9 +408,9 @@ def test_week1_07s_block_checks_uphold_the_page_as_written(monkeypatch):
 
 
 def test_a_block_mask_that_lets_a_word_see_the_next_one_flips_the_future_line(monkeypatch):
-    def leaky(module, monkeypatch):
-        monkeypatch.setattr(module.CausalSelfAttention, "future", staticmethod(
-            lambda seq: torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=2)))
+    def leaky(module, monkeypatch):  # the block's mask (common/blocks.py's causal_mask) one place off
+        monkeypatch.setattr(module, "causal_mask", lambda T: torch.triu(torch.ones(T, T, dtype=torch.bool),
+                                                                         diagonal=2))
     outcomes = week1_07_records(monkeypatch, leaky)
     assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
 
@@ -426,3 +427,107 @@ def test_one_wiring_for_both_flips_the_wirings_line(monkeypatch):
         monkeypatch.setattr(module, "post_norm", lambda block, x: block(x))
     outcomes = week1_07_records(monkeypatch, same_wiring)
     assert outcomes["pre-norm and post-norm are different wirings"] == "contradicts the page"
+
+
+# ---------------------------------------------------------------- week1/02: the variance table's columns
+
+VARIANCE = "week1/02_dot_product_variance"
+
+
+@pytest.mark.parametrize(("argv", "widths"), [((), 4), (("--d-k", "1", "2", "512", "1024", "--pairs", "2000"), 4),
+                                              (("--d-k", "1024", "4", "--pairs", "2000"), 2)])
+def test_week1_02s_columns_line_up_at_every_width(monkeypatch, capsys, argv, widths):
+    """Every row's labels and numbers end in the same columns, a 4-digit d_k among 1-digit ones
+    too (the learner trial's --d-k 1024 pushed its row out of line); the page's rows keep the
+    page's widths."""
+    out = run_main(monkeypatch, capsys, load_script(VARIANCE), VARIANCE, *argv)
+    rows = [line for line in out.splitlines() if line.startswith("d_k=")]
+    assert len(rows) == widths
+    ends = {tuple(m.end() for m in re.finditer(r"=\s*[\d.]+", row)) for row in rows}  # where each number ends
+    assert len(ends) == 1, "\n".join(rows)
+    if not argv:
+        assert rows[0] == "d_k=  4 Var(q.k)=    4.04 target=  4 scaled_var=1.011"
+
+
+# ---------------------------------------------------------------- week1/03: the heads glue back to d_model
+
+def test_week1_03_upholds_its_claim_and_averaged_heads_flip_it():
+    """Heads averaged instead of glued side by side come back d_k wide, not d_model: caught.
+    (In the lesson's own code W^O [d_model, d_model] then refuses them: the plant hands back
+    the averaged heads as the concatenation, with the right layer's output.)"""
+    module = load_script("week1/03_multihead_shape_check")
+    by_hand = module.multi_head_attention
+    assert main_outcomes(module)[1] == {"the heads concatenate back to d_model": "upholds the page"}
+
+    def averaged(x, mha):
+        out, heads, _ = by_hand(x, mha)
+        return out, heads, heads.mean(dim=1)  # [B, T, d_k]
+
+    out, outcomes = main_outcomes(module, multi_head_attention=averaged)
+    assert outcomes == {"the heads concatenate back to d_model": "contradicts the page"}
+    assert "concat=[2, 5, 4]" in out
+
+
+# ---------------------------------------------------------------- week1/05: Bahdanau's weights
+
+def test_week1_05_upholds_both_claims_and_wrong_weights_flip_each():
+    """Weights without the softmax's division do not sum to 1; a softmax of -e puts the
+    biggest weight on the lowest score: each is caught by its own record."""
+    module = load_script("week1/05_additive_attention")
+    by_hand = module.additive_attention
+    names = ("the weights sum to 1", "the highest score gets the biggest weight")
+    assert main_outcomes(module)[1] == dict.fromkeys(names, "upholds the page")
+
+    def unnormalized(s, H, W_a, U_a, v_a):  # exp(e_i) alone, not divided by the sum
+        e, _, _ = by_hand(s, H, W_a, U_a, v_a)
+        return e, np.exp(e), np.exp(e) @ H
+
+    def lowest_first(s, H, W_a, U_a, v_a):  # softmax(-e)
+        e, _, _ = by_hand(s, H, W_a, U_a, v_a)
+        alpha = module.softmax(-e)
+        return e, alpha, alpha @ H
+
+    assert main_outcomes(module, additive_attention=unnormalized)[1] == {names[0]: "contradicts the page",
+                                                                          names[1]: "upholds the page"}
+    assert main_outcomes(module, additive_attention=lowest_first)[1] == {names[0]: "upholds the page",
+                                                                         names[1]: "contradicts the page"}
+
+
+def week1_07_widths(*argv):
+    """week1/07's residual-width lines (from "the two things added" to the FFN folding back) and record."""
+    out, records = main_in_process(load_script("week1/07_eli5_one_block"), *argv)
+    lines = out.split("the two things added must have one shape: ")[1].split("\nLN1 steadies")[0]
+    return lines, records["the residual add needs matching widths"]
+
+
+def test_week1_07_a_width_of_one_is_said_to_broadcast_not_to_be_added():
+    """The learner trial: at --d-model 1, "x [3 x 1] + FFN widened [3 x 16]: torch adds them" read
+    as the opposite of the default's refusal. Now the line names the broadcasting and what it
+    hands back, the FFN still folds back, and the claim is not tested (nothing is refused)."""
+    lines, made = week1_07_widths("--d-model", "1")
+    assert "broadcasts it (copies it across all 16 columns)" in lines and "the sum is [3 x 16]" in lines
+    assert lines.endswith("so the FFN folds back to d") and "torch adds them" not in lines
+    assert made["outcome"] == "not tested here" and "broadcast" in made["why"]
+    lines, made = week1_07_widths("--d-ff", "1")
+    assert "FFN widened is one column wide, so torch broadcasts it" in lines and made["outcome"] == "not tested here"
+    lines, made = week1_07_widths()
+    assert lines.startswith("x [3 x 4] + FFN widened [3 x 16]:\n  torch refuses (") and made["outcome"] == \
+        "upholds the page"
+    lines, made = week1_07_widths("--d-ff", "4")
+    assert "nothing to refuse" in lines and made["outcome"] == "not tested here"
+
+
+def test_week1_07_an_add_that_takes_unequal_widths_flips_the_widths_line(capsys):
+    """A tensor library that silently adds a [3 x 16] grid to a [3 x 4] one (cropping it) is caught."""
+    module = load_script("week1/07_eli5_one_block")
+
+    class Cropping(torch.Tensor):
+        def __add__(self, other):
+            return torch.Tensor.__add__(self.as_subclass(torch.Tensor), other[..., :self.shape[-1]])
+
+    x = torch.randn(1, 3, 4, dtype=torch.float64)
+    from common.records import collected
+    with collected() as got:
+        module.residual_widths(x.as_subclass(Cropping), torch.randn(1, 3, 16, dtype=torch.float64))
+    assert [r["outcome"] for r in got] == ["contradicts the page"]
+    assert "torch adds them: [3 x 4]" in capsys.readouterr().out

@@ -60,24 +60,24 @@ def test_week1_normalising_without_exp_disagrees(capsys):
     assert "context c_t = alpha_1 h_1 + alpha_2 h_2" in disagreeing(marks)
 
 
-def unscaled_attention(Q, K, V):
-    scores = Q @ K.T  # the 1/sqrt(d_k) forgotten
-    A = W1.softmax(scores, axis=-1)
-    return A @ V, A, scores
+def unscaled_attention(Q, K, V, mask=None):
+    A = torch.softmax(Q @ K.transpose(-2, -1), dim=-1)  # the 1/sqrt(d_k) forgotten
+    return A @ V, A
 
 
-def softmax_over_queries(Q, K, V):
-    scores = Q @ K.T / np.sqrt(Q.shape[-1])
-    A = W1.softmax(scores, axis=0)  # each key's column sums to 1, not each query's row
-    return A @ V, A, scores
+def softmax_over_queries(Q, K, V, mask=None):
+    A = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(Q.shape[-1]), dim=-2)  # each key's column sums to 1
+    return A @ V, A
 
 
-@pytest.mark.parametrize(("attention", "wrong_line"), [
-    (unscaled_attention, "token 1's scaled scores Q K^T / sqrt(2)"),
-    (softmax_over_queries, "z = weighted sum of the values v_1 = [1, 0], v_2 = [0, 2]"),
+@pytest.mark.parametrize(("attention", "wrong_lines"), [
+    (unscaled_attention, {"token 1's weights alpha", "z_1", "z_2 (by symmetry)"}),
+    (softmax_over_queries, {"z = weighted sum of the values v_1 = [1, 0], v_2 = [0, 2]"}),
 ], ids=["no scaling", "softmax over the queries"])
-def test_week1_wrong_attention_disagrees(attention, wrong_line, capsys):
-    assert wrong_line in disagreeing(run(W1.section_3, capsys, attention=attention))
+def test_week1_wrong_attention_disagrees(attention, wrong_lines, capsys):
+    """Section 3 runs common/blocks.py's attention (week1/01 teaches it): a wrong one in its
+    place turns the lines computed from its output."""
+    assert wrong_lines <= disagreeing(run(W1.section_3, capsys, attention=attention))
 
 
 def test_week1_softmax_over_the_wrong_thing_disagrees(capsys):
@@ -87,7 +87,7 @@ def test_week1_softmax_over_the_wrong_thing_disagrees(capsys):
 
 @pytest.mark.parametrize("section", [W1.section_5, W1.check_yourself], ids=["section 5", "check yourself"])
 def test_week1_averaging_heads_instead_of_concatenating_disagrees(section, capsys):
-    marks = run(section, capsys, concat=lambda Z: Z.mean(dim=0))  # [T, d_k], not [T, h d_k]
+    marks = run(section, capsys, concat=lambda Z: Z.mean(dim=1))  # [B, T, d_k], not [B, T, h d_k]
     assert any("concatenat" in label for label in disagreeing(marks))
 
 

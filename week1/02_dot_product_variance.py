@@ -9,8 +9,8 @@ sqrt(d_k) divides its variance by d_k, back to about 1, whatever the width.
 Setup (the pages' own, reproduced exactly): one np.random.default_rng(42); for each d_k,
 q then k, 20,000 standard normal rows each; Var is the population variance.
 
-Prints, for each width, Var(q.k), the target d_k and the scaled variance. Notes:
-week1/NOTES.md, section 02.
+Prints, for each width, Var(q.k), the target d_k and the scaled variance; then how far the
+scaled variances stray from 1, and what "near 1" allows. Notes: week1/NOTES.md, section 02.
 """
 import sys
 from pathlib import Path
@@ -25,6 +25,7 @@ import numpy as np
 
 WIDTHS = [2 ** j for j in range(11)]  # the live window's d_k: 1, 2, 4, ..., 1024
 RAW_REACH = 5 * 32  # the raw scores' axis: 5 standard deviations at d_k = 1024
+NEAR = 5  # "near 1": within 5 times a measured variance's own error (a right formula strays that far < 1 in 10^6)
 
 
 def dot_products(rng, pairs, d_k):
@@ -37,24 +38,29 @@ def dot_products(rng, pairs, d_k):
 def lesson(args):
     """Var(q.k) at each width, raw and scaled, from the page's draws."""
     rng = np.random.default_rng(args.seed)
-    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread,\n"
-          "  target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
     printed = {}  # d_k -> the raw scores printed (the window shows these at that width)
-    # "near 1": within 5 standard errors of a variance measured on this many pairs (q.k of
-    # width 1 has kurtosis 9, so its variance's relative error is sqrt(8 / pairs); wider is less)
-    near = 5 * (8 / args.pairs) ** 0.5
-    scaled = []
+    rows = []
     for d_k in args.d_k:
         printed[d_k] = dot_products(rng, args.pairs, d_k)
-        var = printed[d_k].var()
-        scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k
-        scaled.append(scaled_var)
-        print(f"d_k={d_k:3d} Var(q.k)={var:8.2f} target={d_k:3d} scaled_var={scaled_var:.3f}")
-    gap = max(abs(v - 1) for v in scaled)
-    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap < near, value=gap,
-           threshold=f"every |scaled_var - 1| under {near:.3f}")
+        var = printed[d_k].var()  # Var(q.k): about d_k
+        scaled_var = var / d_k  # Var(q.k / sqrt(d_k)) = Var(q.k) / d_k: about 1
+        rows.append((d_k, var, scaled_var))
+
+    wide = max(3, *(len(str(d_k)) for d_k, _, _ in rows))  # the d_k columns: 3 digits on the page, 4 for 1024
+    var_wide = max(8, *(len(f"{var:.2f}") for _, var, _ in rows))  # Var(q.k)'s column: 8 on the page
+    print(f"{args.pairs:,} random pairs (q, k) per row; Var(q.k) is how widely their dot products spread,\n"
+          "  target is what theory says (d_k), scaled_var is Var(q.k) / d_k:")
+    for d_k, var, scaled_var in rows:
+        print(f"d_k={d_k:{wide}d} Var(q.k)={var:{var_wide}.2f} target={d_k:{wide}d} scaled_var={scaled_var:.3f}")
     # The raw variance tracks d_k; after dividing the scores by sqrt(d_k) it stays near 1,
     # so softmax sees scores of the same spread whatever the head width.
+    error = (8 / args.pairs) ** 0.5  # a variance measured on --pairs pairs is off by about this share of it: 0.02
+    near = NEAR * error  # 0.10 at 20,000 pairs; at the page's widths a wrong scaling (by d_k, or none) is 0.75 off
+    gap = max(abs(scaled_var - 1) for _, _, scaled_var in rows)
+    print(f"largest |scaled_var - 1|={gap:.3f}, near 1 (under {near:.3f}: {NEAR} times the error of a variance "
+          f"of {args.pairs:,} pairs)")
+    record("Var(q.k) tracks d_k: scaled, it stays near 1", gap < near, value=gap,
+           threshold=f"every |scaled_var - 1| under {near:.3f}")
     return printed
 
 

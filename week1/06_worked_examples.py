@@ -13,11 +13,13 @@ answer. The script exits 1 if any value disagrees.
 
 Setup: the choices the page does not make are in week1/NOTES.md, section 06.
 """
+import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import attention, join_heads, split_heads
 from common.cli import lesson_args
 from common.maths import softmax
 from common.printing import n_params
@@ -27,6 +29,8 @@ import numpy as np
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+F64 = torch.float64  # section 3's tensors: every printed digit the same on every CPU
 
 
 def shape(tensor):
@@ -79,25 +83,20 @@ def section_2(ledger, softmax=softmax):
     ledger.skip("2026 T2 Quiz 1, Q2", "a choice among options the page does not list")
 
 
-def attention(Q, K, V):
-    """softmax(Q K^T / sqrt(d_k)) V; also returns the weights A and the scaled scores."""
-    d_k = Q.shape[-1]
-    scores = Q @ K.T / np.sqrt(d_k)  # [T_q, T_k]
-    A = softmax(scores, axis=-1)  # one row per query, over the keys
-    return A @ V, A, scores  # [T_q, d_v], [T_q, T_k], [T_q, T_k]
-
-
 def section_3(ledger, attention=attention):
     ledger.section("3. Self-attention, identity projections W^Q = W^K = W^V = I")
-    X = np.eye(2)  # two tokens, 2 numbers each
-    W_Q = W_K = W_V = np.eye(2)
-    Z, A, scores = attention(X @ W_Q, X @ W_K, X @ W_V)  # d_k = 2
+    X = torch.eye(2, dtype=F64)  # two tokens, 2 numbers each
+    W_Q = W_K = W_V = torch.eye(2, dtype=F64)
+    Q, K, V = X @ W_Q, X @ W_K, X @ W_V  # each [2, 2]: d_k = 2
+    scores = Q @ K.T / math.sqrt(Q.shape[-1])  # the page's hand step: Q K^T / sqrt(d_k), [2, 2]
     ledger.check("token 1's scaled scores Q K^T / sqrt(2)", scores[0], "[0.707, 0]")
+    Z, A = attention(Q, K, V)  # [2, 2], [2, 2]
     ledger.check("token 1's weights alpha", A[0], "[0.670, 0.330]")
     ledger.check("z_1", Z[0], "[0.670, 0.330]")
     ledger.check("z_2 (by symmetry)", Z[1], "[0.330, 0.670]")
-    q, k, v = np.array([[1.0]]), np.array([[0.0], [0.0]]), np.array([[1.0, 0.0], [0.0, 2.0]])
-    z, weights, _ = attention(q, k, v)  # q = 1, k_1 = k_2 = 0, v_1 = [1, 0], v_2 = [0, 2]
+    q, k = torch.tensor([[1.0]], dtype=F64), torch.tensor([[0.0], [0.0]], dtype=F64)  # q = 1, k_1 = k_2 = 0
+    v = torch.tensor([[1.0, 0.0], [0.0, 2.0]], dtype=F64)  # v_1 = [1, 0], v_2 = [0, 2]
+    z, weights = attention(q, k, v)  # [1, 2], [1, 2]
     ledger.check("notes example q = 1, k_1 = k_2 = 0: weights (page: 1/2, 1/2)", weights[0], "[0.5, 0.5]")
     ledger.check("z = weighted sum of the values v_1 = [1, 0], v_2 = [0, 2]", z[0], "[0.5, 1]")
 
@@ -117,23 +116,13 @@ def section_4(ledger, softmax=softmax):
         ledger.skip(question, "a choice among options the page does not list")
 
 
-def split_heads(x, h):
-    """[T, d_model] -> [h, T, d_k]: each head gets its own slice of the numbers."""
-    return torch.stack(x.chunk(h, dim=-1))
-
-
-def concat_heads(Z):
-    """[h, T, d_v] -> [T, h d_v]: Concat(H_1, ..., H_h), the heads' outputs side by side."""
-    return torch.cat(list(Z), dim=-1)
-
-
 def run_heads(concat, d_model=512, h=8, T=10):
     """Split a sentence into h heads, let each head attend on its own, glue the heads back."""
     torch.manual_seed(0)
-    x = torch.randn(T, d_model)  # [T, d_model]
-    heads = split_heads(x, h)  # [h, T, d_k]
-    Z = F.scaled_dot_product_attention(heads, heads, heads)  # [h, T, d_k], one pattern per head
-    return heads, concat(Z)  # [h, T, d_k], [T, h d_k]
+    x = torch.randn(1, T, d_model)  # [B, T, d_model], one sentence
+    heads = split_heads(x, h)  # [B, h, T, d_k]
+    Z = F.scaled_dot_product_attention(heads, heads, heads)  # [B, h, T, d_k], one pattern per head
+    return heads, concat(Z)  # [B, h, T, d_k], [B, T, h d_k]
 
 
 def shape_in_T(shapes):
@@ -142,11 +131,11 @@ def shape_in_T(shapes):
     return written.pop() if len(written) == 1 else " vs ".join(sorted(written))
 
 
-def section_5(ledger, concat=concat_heads):
+def section_5(ledger, concat=join_heads):
     ledger.section("5. Multi-head attention and W^O (d_model = 512, h = 8)")
     heads, glued = run_heads(concat)
     ledger.check("head width d_k: a [10, 512] sentence split into 8 heads", heads.shape[-1], "64")
-    ledger.check("width of 8 attended heads of width 64, concatenated (torch.cat)", glued.shape[-1], "512")
+    ledger.check("width of 8 attended heads of width 64, concatenated", glued.shape[-1], "512")
     mha = nn.MultiheadAttention(512, 8)
     ledger.check("shape of W^O (torch's out_proj)", shape(mha.out_proj.weight), "[512, 512]")
     concat = np.concatenate([[1.0, 2.0], [3.0, 4.0]])  # one token's outputs from heads 1 and 2
@@ -223,7 +212,7 @@ def section_7(ledger):
     ledger.check("doubling T multiplies the score entries by", doubled.numel() / per_head.numel(), "4")
 
 
-def check_yourself(ledger, softmax=softmax, concat=concat_heads):
+def check_yourself(ledger, softmax=softmax, concat=join_heads):
     ledger.section("Check yourself")
     ledger.skip("1. why one fixed context vector is a problem", "a conceptual answer, no number")
     ledger.check("2. context for scores [2, 0], states [1, 0] and [0, 1]",
@@ -235,7 +224,7 @@ def check_yourself(ledger, softmax=softmax, concat=concat_heads):
         scaled_vars.append(((q * k).sum(axis=1) / np.sqrt(d_k)).var())  # Var(q.k / sqrt(d_k))
     ledger.check("3. scaled variances for d_k = 4, 16, 64, 256", scaled_vars, "[1.011, 0.992, 0.997, 0.992]")
     _, glued = run_heads(concat)
-    ledger.check("4. concatenation width, 8 heads of width 64 (torch.cat)", glued.shape[-1], "512")
+    ledger.check("4. concatenation width, 8 heads of width 64", glued.shape[-1], "512")
     ledger.check("4. shape of W^O (torch's out_proj)", shape(nn.MultiheadAttention(512, 8).out_proj.weight),
                  "[512, 512]")
     ledger.check("5. one encoder layer, d = 512, f = 2048 (torch)", n_params(encoder_layer()), "3,152,384")

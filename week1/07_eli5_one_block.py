@@ -20,10 +20,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import causal_mask
 from common.cli import SEED, int_range, knob, lesson_args
 from common.live import Blit, View, add_slider, show
 from common.printing import n_params, vec
-from common.records import check
+from common.records import record
 
 import torch
 import torch.nn as nn
@@ -31,6 +32,7 @@ import torch.nn as nn
 WORDS = ["the", "cat", "sat"]
 WRITTEN = 16  # the live window writes every number of a grid at most this wide in its cell
 STEADY = 0.01  # LayerNorm is steady if its output moves by under 1% of what its input moved
+ROW_SUM = 1e-6  # a row "sums to 1" within this: the six decimals printed (float64 rounds at about 1e-16)
 
 
 class CausalSelfAttention(nn.Module):
@@ -40,12 +42,8 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         self.mha = mha
 
-    @staticmethod
-    def future(seq):
-        return torch.triu(torch.ones(seq, seq, dtype=torch.bool), diagonal=1)  # True = blocked
-
     def forward(self, x):  # x: (batch, seq, d_model)
-        out, _ = self.mha(x, x, x, attn_mask=self.future(x.size(1)), need_weights=False)
+        out, _ = self.mha(x, x, x, attn_mask=causal_mask(x.size(1)), need_weights=False)  # True = blocked: the future
         return out
 
 
@@ -143,41 +141,43 @@ def lesson(args):
         print(f"  (attention rewrites the sat row by mixing in the words before it;\n"
               f"   the FFN widens it to {f} numbers and folds it back to {d})")
 
-        torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
-        weights = block.attention.mha(normed, normed, normed, attn_mask=block.attention.future(len(WORDS)),
-                                      average_attn_weights=False)[1][0]  # (h, seq, seq), through the block's mask
-        for i, head in enumerate(weights, start=1):
+        A = block.attention.mha(normed, normed, normed, attn_mask=causal_mask(len(WORDS)),
+                                average_attn_weights=False)[1][0]  # [h, 3, 3]: the weights, through the block's mask
+        for i, head in enumerate(A, start=1):
             print(f"attention weights{f' of head {i}' if h > 1 else ''} "
                   "(row = word, column = the word it looks at):")
             for word, values in zip(WORDS, head.tolist(), strict=True):
                 print(f"  {word:<4}{vec(values)}")
-        sums, future = weights.sum(-1), weights.triu(diagonal=1).sum().item()
-        check("each row sums to 1, none of it on future words", f"each row's sum: smallest {sums.min().item():.6f}, "
-              f"largest {sums.max().item():.6f}; weight on future words: {future}",
-              (sums - 1).abs().max().item() < 1e-6 and future == 0, value=(sums - 1).abs().max().item(),
-              threshold="every row within 1e-6 of 1; future weight exactly 0")
+        sums, future = A.sum(-1), A.triu(diagonal=1).sum().item()  # [h, 3]; the weight above the diagonal
+        print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
+              f"weight on future words: {future}")
+        worst = (sums - 1).abs().max().item()
+        record("each row sums to 1, none of it on future words", worst < ROW_SUM and future == 0, value=worst,
+               threshold="every row within 1e-6 of 1; future weight exactly 0")
         changed = not torch.equal(x[0, -1], mixed[0, -1])
-        check("attention rewrites the sat row", f"'sat' row changed by attention: {changed}", changed,
-              value=changed, threshold="the row after x + attention differs from x")
+        print(f"'sat' row changed by attention: {changed}")
+        record("attention rewrites the sat row", changed, value=changed,
+               threshold="the row after x + attention differs from x")
 
         pre, post = block(x), post_norm(block, x)
         same = torch.allclose(pre, post)
-        check("pre-norm and post-norm are different wirings", f"pre-norm block output [{grid(pre)}]; post-norm layer "
-              f"output [{grid(post)}]; same values: {same}", not same, value=same,
-              threshold="the two outputs differ (torch.allclose)")
+        print(f"pre-norm block output [{grid(pre)}]; post-norm layer output [{grid(post)}]; same values: {same}")
+        record("pre-norm and post-norm are different wirings", not same, value=same,
+               threshold="the two outputs differ (torch.allclose)")
         print("three checks that the block is what it says (0 = the same numbers, up to rounding):")
         print(f"max |the stages above, last one - block(x)|="
               f"{(grids['x + FFN = block output'] - pre).abs().max().item():.8f}")
+        torch_mask = nn.Transformer.generate_square_subsequent_mask(len(WORDS), dtype=torch.float64)  # torch's own
         for wiring, mine, norm_first in (("pre-norm", pre, True), ("post-norm", post, False)):
             theirs = torch_wiring(torch_layer, norm_first)(x, src_mask=torch_mask, is_causal=True)
             print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
                   f"{(mine - theirs).abs().max().item():.8f}")
 
     formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
-    check("the block holds the Week 1 formula's numbers", f"parameters: ELI5 block={n_params(block):,}; torch "
-          f"layer={n_params(torch_layer):,}; Week 1 formula 4d^2+2df+f+9d={formula:,}",
-          n_params(block) == n_params(torch_layer) == formula, value=n_params(block),
-          threshold=f"= {formula:,}, and torch's layer the same")
+    print(f"parameters: ELI5 block={n_params(block):,}; torch layer={n_params(torch_layer):,}; "
+          f"Week 1 formula 4d^2+2df+f+9d={formula:,}")
+    record("the block holds the Week 1 formula's numbers", n_params(block) == n_params(torch_layer) == formula,
+           value=n_params(block), threshold=f"= {formula:,}, and torch's layer the same")
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer);\n"
           "  original paper = post-norm (after each residual addition)")
 
@@ -195,25 +195,56 @@ def shortcuts_and_norms(block, x, grids):
     cancelled = x + (-x)  # a sublayer that has learned F(x) = -x (week2/15 measures the gradient through one)
     print(f"  \"never lost\" holds while the sublayers let it:\n"
           f"    one that outputs F(x) = -x leaves x + F(x) = {vec(cancelled[0, -1], 2)} for 'sat'")
-    try:
-        x + grids["FFN widened"]  # [1, 3, d] + [1, 3, f]
-        widened = grids["FFN widened"].shape[-1] != x.shape[-1]  # (with f = d there is nothing to refuse)
-        check("the residual add needs matching widths", f"  x [{grid(x)}] + FFN widened [{grid(grids['FFN widened'])}]"
-              ": torch adds them", False if widened else None, value="added", threshold="torch refuses unequal widths")
-    except RuntimeError as error:
-        check("the residual add needs matching widths", f"the two things added must have one shape: x [{grid(x)}] + "
-              f"FFN widened [{grid(grids['FFN widened'])}]:\n  torch refuses ({str(error).split(' at ')[0]});\n"
-              "    so the FFN folds back to d", True, value="refused", threshold="torch refuses unequal widths")
+    widened = grids["FFN widened"]  # [1, 3, f]
+    print(f"the two things added must have one shape: x [{grid(x)}] + FFN widened [{grid(widened)}]:")
+    residual_widths(x, widened)
+
     moved_in = (10 * x + 3 - x).abs().max().item()  # the input scaled by 10 and shifted by 3
     moved_out = (block.norm1(10 * x + 3) - block.norm1(x)).abs().max().item()
-    check("LayerNorm steadies the values", f"LN1 steadies the values: x scaled by 10 and shifted by 3 moves by "
-          f"{moved_in:.2f}; LN1's output by {moved_out:.4f}\n"
-          "  (eps = 1e-5 is all that tells them apart)",
-          moved_out < STEADY * moved_in, value=moved_out / moved_in,
-          threshold=f"the output moves by less than {STEADY:.0%} of the input's move")
+    print(f"LN1 steadies the values: x scaled by 10 and shifted by 3 moves by {moved_in:.2f}; "
+          f"LN1's output by {moved_out:.4f}\n"
+          "  (eps = 1e-5 is all that tells them apart)")
+    record("LayerNorm steadies the values", moved_out < STEADY * moved_in, value=moved_out / moved_in,
+           threshold=f"the output moves by less than {STEADY:.0%} of the input's move")
+
+
+def residual_widths(x, widened):
+    """What torch does with x [1, 3, d] + a grid of another width f, in words, and its record."""
+    name, threshold = "the residual add needs matching widths", "torch refuses unequal widths"
+    d, f = x.shape[-1], widened.shape[-1]
+    if d == f:
+        print(f"  one width, {d}: torch adds them (--d-ff equals --d-model here, so there is nothing to refuse)")
+        record(name, None, threshold=threshold, why="--d-ff equals --d-model: the two widths match")
+        return
+    try:
+        total = x + widened  # [1, 3, d] + [1, 3, f]
+    except RuntimeError as error:
+        print(f"  torch refuses ({str(error).split(' at ')[0]});\n    so the FFN folds back to d")
+        record(name, True, value="refused", threshold=threshold)
+        return
+    if 1 in (d, f):  # broadcasting: a grid one column wide is copied across the other's columns
+        if d == 1:
+            print(f"  x is one column wide, so torch broadcasts it (copies it across all {f} columns) and adds:\n"
+                  f"    the sum is [{grid(total)}], no longer x's shape [{grid(x)}]: not a residual;")
+        else:
+            print(f"  FFN widened is one column wide, so torch broadcasts it (copies it across all {d} of x's "
+                  f"columns)\n    and adds: each word's {d} numbers get one same number, not a change of their "
+                  "own: not a residual;")
+        print("    so the FFN folds back to d")
+        record(name, None, value="broadcast", threshold=threshold,
+               why="a width of 1 is broadcast: torch copies that column instead of refusing, so this run cannot "
+               "show the refusal (any two widths above 1 can)")
+        return
+    print(f"  torch adds them: [{grid(total)}]")  # (no torch does: a silent add of unequal widths)
+    record(name, False, value="added", threshold=threshold)
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, live window
+
+def columns(stage, width):
+    """What a stage's columns are: the word's meaning (d of them), or the FFN's f hidden numbers."""
+    return f"the FFN's hidden columns ({width})" if stage == "FFN widened" else f"meaning columns ({width})"
+
 
 def live_view(d, h, f, seed):
     """The page's "click the stages": a stage slider; the grid at that stage, the 'sat' row
@@ -243,7 +274,8 @@ def live_view(d, h, f, seed):
         values = grids[name]  # [3 words, width]
         width = values.shape[1]
         slider.valtext.set_text(f"{int(i) + 1} of {len(names)}")
-        wider = width != image.get_array().shape[1]
+        label = columns(name, width)
+        relabel = width != image.get_array().shape[1] or label != ax.get_xlabel()  # (the axis is layer 0)
         image.set_data(values)
         image.set_extent((-0.5, width - 0.5, len(WORDS) - 0.5, -0.5))
         ax.set_xlim(-0.5, width - 0.5)
@@ -252,10 +284,10 @@ def live_view(d, h, f, seed):
             text.set_visible(width <= WRITTEN and col < width)
             text.set_text(f"{values[row, col]:.2f}" if text.get_visible() else "")
         box.set_width(width)
-        ax.set_xlabel(f"meaning columns ({width})")
+        ax.set_xlabel(label)
         made_from = "".join(f"\nfrom {part}: {vec(grids[part][-1], 2, shown=8)}" for part in MADE_FROM.get(name, []))
         ax.set_title(f"{name}: [{values.shape[0]} x {width}]\n'sat' row: {vec(values[-1], 2, shown=8)}" + made_from)
-        blit.update(0 if wider else 1)
+        blit.update(0 if relabel else 1)
 
     slider.on_changed(update)
     update(0)

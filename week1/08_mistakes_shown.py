@@ -24,10 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import causal_mask, feed_forward, sinusoidal_pe
 from common.cli import SEED, knob, lesson_args
 from common.printing import n_params, vec, yes
 from common.records import UPHOLDS
-from common.report import MOVES, Finding, Ledger, moved
+from common.report import MOVES, Finding, Ledger, moved, weights_of
 
 import torch
 import torch.nn as nn
@@ -77,12 +78,6 @@ def what_steers_the_weights(attend, seed):
     seen = (f"step 1 has {len(alpha)} weights, adding up to {alpha.sum():.2f}; they move when source word 4 "
             f"changes: {yes(by_source)}; when decoder step 3 changes: {yes(by_decoder)}")
     return Finding(seen, len(alpha) == len(H) and all_ones(alpha.sum()) and by_source and not by_decoder)
-
-
-def weights_of(attend, q, k):
-    """The weights an attend(q, k, v) function uses: with V = I (value j is the one-hot
-    'key j'), output row t is exactly query t's weights.   q [1, T_q, d], k [1, T_k, d]."""
-    return attend(q, k, torch.eye(k.shape[-2], dtype=F64)[None])  # [1, T_q, T_k]
 
 
 def sdpa(q, k, v):
@@ -220,7 +215,7 @@ def encoder_layer(d, norm_first=False):
 
 def ffn_only(d):
     """The belief's world: an 'encoder layer' with no attention, only the per-word FFN."""
-    return nn.Sequential(nn.Linear(d, 2 * d, dtype=F64), nn.ReLU(), nn.Linear(2 * d, d, dtype=F64))
+    return feed_forward(d, 2 * d).to(F64)
 
 
 def do_encoder_words_talk(make_layer, seed):
@@ -241,21 +236,12 @@ def torch_self_attention(d):
     return lambda x: mha(x, x, x, need_weights=False)[0]
 
 
-def position_tags(T, d):
-    """Sinusoidal position tags (Week 2): PE(p, 2i) = sin(p w_i), PE(p, 2i+1) = cos(p w_i)."""
-    p = torch.arange(T, dtype=F64)[:, None]
-    omega = 10000.0 ** (-torch.arange(0, d, 2, dtype=F64) / d)
-    tags = torch.zeros(T, d, dtype=F64)
-    tags[:, 0::2], tags[:, 1::2] = torch.sin(p * omega), torch.cos(p * omega)
-    return tags
-
-
 def self_attention_with_positions(d):
     """The belief's world: self-attention that is handed each word's position."""
     mha = nn.MultiheadAttention(d, 2, batch_first=True, dtype=F64)
 
     def attend(x):
-        tagged = x + position_tags(x.shape[1], d)
+        tagged = x + sinusoidal_pe(x.shape[1], d, F64)  # Week 2's position tags, [T, d]
         return mha(tagged, tagged, tagged, need_weights=False)[0]
 
     return attend
@@ -486,7 +472,7 @@ def section_5(ledger):
 # ---------------------------------------------------------------- section 6
 
 def torch_ffn(d):
-    return nn.Sequential(nn.Linear(d, 4 * d, dtype=F64), nn.ReLU(), nn.Linear(4 * d, d, dtype=F64))
+    return feed_forward(d, 4 * d).to(F64)  # torch's Linear, ReLU, Linear
 
 
 def neighbour_ffn(d):
@@ -539,8 +525,7 @@ def do_layers_part(make_stack, seed):
 def causal_encoder(d):
     """The belief's world: the same encoder layer, given the decoder's causal mask."""
     layer = encoder_layer(d)
-    return lambda x: layer(x, src_mask=nn.Transformer.generate_square_subsequent_mask(x.shape[1], dtype=F64),
-                           is_causal=True)
+    return lambda x: layer(x, src_mask=causal_mask(x.shape[1]), is_causal=True)  # True = blocked: the future
 
 
 def can_word_1_see_word_3(make_encoder, seed):
