@@ -17,7 +17,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.live import Blit, View, add_slider, allowed, show
 from common.records import record
 
@@ -125,8 +125,12 @@ def limits(args):
                    knobs=("--pairs",) if args.live else ("--pairs", "--d-k"))
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+LESSON = Lesson(__file__, page=("week1", 4), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     printed = lesson(args)
     if args.live:
         show(live_view, args.seed, args.pairs, printed, args.d_k[-1])  # opens at the last width printed

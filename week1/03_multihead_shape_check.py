@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.records import record
 
 import torch
@@ -104,9 +104,13 @@ def limits(args):
                    knobs=("--batch", "--seq-len", "--d-model", "--heads"))
 
 
-def main():
-    lesson(lesson_args(__file__, "Manual multi-head attention vs torch.nn.MultiheadAttention, with the shapes of "
-                       "heads and concatenation (Week 1, section 5).", KNOBS, TRY_IT, limits=limits))
+DESCRIPTION = ("Manual multi-head attention vs torch.nn.MultiheadAttention, with the shapes of heads and "
+               "concatenation (Week 1, section 5).")
+LESSON = Lesson(__file__, page=("week1", 5), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

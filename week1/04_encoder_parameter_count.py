@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import int_range, knob, lesson_args
+from common.cli import Lesson, int_range, knob
 from common.printing import n_params
 from common.records import record
 
@@ -95,9 +95,12 @@ def heads_divide(args):
     return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
 
 
-def main():
-    lesson(lesson_args(__file__, "Encoder-layer parameter formula vs torch's TransformerEncoderLayer count (Week 1, "
-                       "section 7).", KNOBS, TRY_IT, limits=heads_divide))
+DESCRIPTION = "Encoder-layer parameter formula vs torch's TransformerEncoderLayer count (Week 1, section 7)."
+LESSON = Lesson(__file__, page=("week1", 7), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=heads_divide)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

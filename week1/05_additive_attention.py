@@ -20,7 +20,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, int_range, knob, lesson_args, too_big
+from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.maths import softmax
 from common.records import record
 
@@ -79,9 +79,12 @@ def limits(args):
     return too_big(numbers=T * max(d, n) + d * n, work=T * d * n, knobs=("--source-len", "--hidden", "--attn-width"))
 
 
-def main():
-    lesson(lesson_args(__file__, "Bahdanau additive attention over a few encoder states (Week 1, section 2).",
-                       KNOBS, TRY_IT, limits=limits))
+DESCRIPTION = "Bahdanau additive attention over a few encoder states (Week 1, section 2)."
+LESSON = Lesson(__file__, page=("week1", 2), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits)
+
+
+def main(argv=None):
+    lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

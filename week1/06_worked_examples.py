@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import attention, join_heads, split_heads
-from common.cli import lesson_args
+from common.cli import Lesson
 from common.maths import softmax
 from common.printing import n_params
 from common.report import Ledger
@@ -247,9 +247,12 @@ def lesson(args):
 TRY_IT = [("", "read it beside the page: one block per section, one line per value, agree or DISAGREE")]
 
 
-def main():
-    return lesson(lesson_args(__file__, "Recompute every worked number on the Week 1 page and set it beside the "
-                              "page's value.", [], TRY_IT))
+DESCRIPTION = "Recompute every worked number on the Week 1 page and set it beside the page's value."
+LESSON = Lesson(__file__, page=("week1", "worked examples"), description=DESCRIPTION, knobs=[], try_it=TRY_IT)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 if __name__ == "__main__":
     run(main)

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import causal_mask
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.live import Blit, View, add_slider, show
 from common.printing import n_params, vec
 from common.records import record
@@ -312,8 +312,12 @@ def limits(args):
     return f"--d-model {args.d_model} is not divisible by --heads {args.heads}" if args.d_model % args.heads else None
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, limits=limits, live=LIVE)
+LESSON = Lesson(__file__, page=("eli5", 4), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT, limits=limits,
+                live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     lesson(args)
     if args.live:
         show(live_view, args.d_model, args.heads, args.d_ff, args.seed)

@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import causal_mask, feed_forward, sinusoidal_pe
-from common.cli import SEED, knob, lesson_args
+from common.cli import SEED, Lesson, knob
 from common.printing import n_params, vec, yes
 from common.records import UPHOLDS
 from common.report import MOVES, Finding, Ledger, moved, weights_of
@@ -738,8 +738,11 @@ TRY_IT = [("--seed 7", "new random words and starting weights: the numbers drawn
            "stays")]
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
+LESSON = Lesson(__file__, page=("week1", "mistakes"), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":
