@@ -28,6 +28,7 @@ class _Range:
         return f"{self.lo:g} <= x < {self.hi:g}" if self.hi_open else f"{self.lo:,}..{self.hi:,}"
 
     def __call__(self, text):
+        text = text.strip()  # (a negative number comes with a space in front: _LessonParser)
         noun = "an integer" if self.kind is int else "a number"
         try:
             value = self.kind(text)
@@ -93,16 +94,24 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{action.help} ({'; '.join(extras)})" if extras else action.help
 
 
+NEGATIVE = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)  # a negative number, not a flag
+
+
 class _LessonParser(argparse.ArgumentParser):
     """A usage error is one line (argparse prints the whole usage block first). One found while
     reading the flags (a bad value, an unknown flag) says where the ranges are listed; a
     lesson's own refusal after that (sizes too big) names the flags to change itself."""
     reading = False
 
-    def parse_args(self, *args, **kwargs):
+    def parse_args(self, args=None, namespace=None):
+        # argparse reads "-1e9" or "-inf" as an unknown flag; a word that starts like a negative
+        # number is handed over with a space in front (which int() and float() ignore), so the
+        # flag's type can accept it or say clearly why not.
+        words = sys.argv[1:] if args is None else list(args)
+        words = [f" {word}" if NEGATIVE.match(word) else word for word in words]
         self.reading = True
         try:
-            return super().parse_args(*args, **kwargs)
+            return super().parse_args(words, namespace)
         finally:
             self.reading = False
 
@@ -118,9 +127,6 @@ def lesson_parser(script, description, try_it):
     lines = [f"  {command(script)} {args}".rstrip() + f"\n      {why}" for args, why in try_it]
     parser = _LessonParser(description=description, formatter_class=_HelpFormatter,
                            epilog="Try it:\n" + "\n".join(lines))
-    # argparse reads "-1e9" or "-inf" as an unknown flag; take anything number-like as a
-    # value, so the flag's type can accept it or say clearly why not.
-    parser._negative_number_matcher = re.compile(r"^-(\d|\.\d|inf|nan)", re.IGNORECASE)
     return parser
 
 
@@ -225,7 +231,7 @@ class Lesson:
         if problem:
             parser.error(problem)
         if getattr(args, "live", False):
-            need_window(parser)
+            need_window(parser, saves=self.figure is not None)
         args.at_defaults = at_defaults(parser, args, ignore=self.print_only)
         return args
 

@@ -2,10 +2,8 @@
 
 How a lesson uses it:
 
-    add_live(parser, "drag d_k and watch the two spreads")
-    args = parser.parse_args()
-    if args.live:
-        need_window(parser)          # before any work: one line and status 2 if no window can open
+    LESSON = Lesson(..., live="drag d_k and watch the two spreads")   # adds --live (common/cli.py)
+    args = LESSON.args(argv)         # with --live: one line and status 2 if no window can open
     ... the lesson computes and prints its lines, exactly as without --live ...
     if args.live:
         show(live_view, ...)         # the window, at the run's settings; closing it ends the script
@@ -165,14 +163,13 @@ def why_no_window(instead):
     return None
 
 
-def need_window(parser):
+def need_window(parser, saves=False):
     """Exit with one line and status 2 if no window can open; else make the next figures windows.
     In a notebook kernel the view opens inline, with the backend the learner chose: nothing to do."""
     import matplotlib.pyplot as plt
 
     if kernel() is not None:
         return
-    saves = any("--figure" in action.option_strings for action in parser._actions)
     problem = why_no_window("save the picture with --figure PATH.png" if saves else
                             "run it without --live for the printed lines and the other flags to try")
     if problem:
