@@ -116,8 +116,8 @@ def run_main(module, path, argv):
     """The lesson's main() with argv, its lines thrown away; returns what it handed show()."""
     handed = []
     module.show = lambda build, *args: handed.append((build, args))
-    module.need_window = lambda parser: None  # the backend is already chosen
-    saved, live.need_window = (sys.argv, live.need_window), lambda parser: None  # (where lesson_args asks)
+    module.need_window = lambda parser, saves=False: None  # the backend is already chosen
+    saved, live.need_window = (sys.argv, live.need_window), lambda parser, saves=False: None  # (where lesson_args asks)
     sys.argv = [str(path), *argv]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):

@@ -64,12 +64,12 @@ def run_live(name, *argv):
             self.last = state
             super().watch(*state, last=last)
 
-    module.need_window = lambda parser: None  # (a lesson that checks for a window itself)
+    module.need_window = lambda parser, saves=False: None  # (a lesson that checks for a window itself)
     module.show = lambda build, *args: handed.append((build, args))
     module.TrainingWindow = Watched
     saved = sys.argv, os.environ.get(OUTPUT_ROOT), live.need_window
     sys.argv, os.environ[OUTPUT_ROOT] = [str(SCRIPTS[name]), *argv, "--live"], str(SCRATCH / "live_runs")
-    live.need_window = lambda parser: None  # (common.cli.lesson_args checks for a window through common.live)
+    live.need_window = lambda parser, saves=False: None  # (Lesson.args checks for a window through common.live)
     try:
         with contextlib.redirect_stdout(io.StringIO()) as out:
             module.main()
