@@ -1,9 +1,10 @@
-"""week2/19_teacher_forcing_fast_and_stable: its masked attention and Adam are torch's, its
-decoder looks only back (so one teacher-forced pass scores every place as the step-by-step
-passes do), its own guesses are its argmaxes written one place at a time, its held-out strings
-are never trained on, every threshold of its verdicts is pinned by a value on each side, and
-each verdict turns in a world that lacks what the page says (its default output is the same
-bytes under the kernel settings of tests/test_portability.py)."""
+"""week2/19_teacher_forcing_fast_and_stable: its masked self-attention is the page's formula
+(and torch's), its step is torch.optim.Adam with torch's betas and eps, its decoder looks only
+back (so one teacher-forced pass scores every place as the step-by-step passes do), its own
+guesses are its argmaxes written one place at a time, its held-out strings are never trained
+on, every threshold of its verdicts is pinned by a value on each side, each trained number is
+printed beside its band, and each verdict turns in a world that lacks what the page says (its
+default output is the same bytes under the kernel settings of tests/test_portability.py)."""
 import math
 
 from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS
@@ -19,6 +20,13 @@ NAME = "week2/19_teacher_forcing_fast_and_stable"
 DEFAULT = lesson_run(NAME)
 CHECKS = ["teacher forcing makes training fast", "teacher forcing makes training stable",
           "teacher forcing does not remove the mismatch"]
+# the trained numbers it prints, each beside its band (or shown, not judged), in the order printed
+COUNTED = ["totals right writing alone, teacher-forced", "totals right writing alone, own guesses",
+           "whole strings right writing alone, teacher-forced", "whole strings right writing alone, own guesses",
+           "largest rise of the loss, teacher-forced", "largest rise of the loss, own guesses"]
+MISMATCH = ["totals right with the gold prefix, teacher-forced",
+            "totals right with the gold prefix and wrong alone, teacher-forced",
+            "totals right after one slip, teacher-forced"]
 
 
 @pytest.fixture(scope="module")
@@ -32,31 +40,54 @@ def some(tf, n=20, seed=3):
 
 # ---------------------------------------------------------------- the pieces against torch's
 
-def test_masked_self_attention_is_torchs(tf):
-    w = tf.views(tf.starting_weights(5))
+def test_masked_self_attention_is_the_pages_and_torchs(tf):
+    """The decoder's one head: softmax(Q K^T / sqrt(d) + M) V W_O, M = -inf above the diagonal,
+    by hand from its weights, and torch's scaled_dot_product_attention(is_causal=True)."""
+    attn = tf.starting_decoder(5).self_attn
     a = torch.randn(4, tf.T, tf.D, dtype=torch.float64)
-    Q, K, V = a @ w["W_Q"], a @ w["W_K"], a @ w["W_V"]
-    theirs = F.scaled_dot_product_attention(Q, K, V, is_causal=True) @ w["W_O"]
-    assert (tf.masked_self_attention(a, w) - theirs).abs().max() < 1e-12
+    Q, K, V = (a @ W.weight.T for W in (attn.W_Q, attn.W_K, attn.W_V))  # [N, T, d]
+    M = torch.full((tf.T, tf.T), -math.inf, dtype=torch.float64).triu(1)
+    by_hand = torch.softmax(Q @ K.transpose(-2, -1) / math.sqrt(tf.D) + M, dim=-1) @ V @ attn.W_O.weight.T
+    theirs = F.scaled_dot_product_attention(Q, K, V, is_causal=True) @ attn.W_O.weight.T
+    with torch.no_grad():
+        mine = attn(a, mask=tf.causal_mask(tf.T))[0]
+    assert (mine - by_hand).abs().max() < 1e-12 and (mine - theirs).abs().max() < 1e-12
+    assert attn.W_Q.bias is None and attn.h == 1
 
 
-def test_its_adam_is_the_shared_one(tf):
-    """common.blocks.adam_step, which tests/test_common.py holds to torch.optim.Adam."""
-    from common import blocks
-    assert tf.adam_step is blocks.adam_step
+def test_the_step_is_torchs_adam(tf, monkeypatch):
+    """train() steps torch.optim.Adam at LR with torch's betas and eps, once a batch, and its
+    first loss is the starting decoder's."""
+    seen, step = [], torch.optim.Adam.step
+
+    def noted(self, *args, **kwargs):
+        seen.append((self.param_groups[0]["lr"], self.defaults["betas"], self.defaults["eps"]))
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", noted)
+    x = some(tf, 64).view(4, 16, tf.T)
+    decoder, losses, passes = tf.train(5, x, True)
+    assert seen == [(tf.LR, (0.9, 0.999), 1e-8)] * 4 and passes == 1
+    with torch.no_grad():
+        start = F.cross_entropy(tf.starting_decoder(5)(x[0], tf.gold_prefix(tf.totals(x[0]))).transpose(1, 2),
+                                tf.totals(x[0]))
+    assert math.isclose(losses[0], start.item(), rel_tol=1e-12)
+    moved = decoder.E_x.weight - tf.starting_decoder(5).E_x.weight
+    assert moved.abs().max() > 1e-3
 
 
 def test_the_decoder_looks_only_back(tf):
     """Changing the inputs after place t leaves the scores up to t alone: one teacher-forced
     pass scores every place exactly as place-by-place passes would."""
-    w, x = tf.views(tf.starting_weights(5)), some(tf)
+    decoder, x = tf.starting_decoder(5), some(tf)
     y_in = tf.gold_prefix(tf.totals(x))
-    before = tf.decoder(w, x, y_in, [0])
-    for t in range(tf.T - 1):
-        changed = y_in.clone()
-        changed[:, t + 1:] = (changed[:, t + 1:] + 3) % 10
-        assert (tf.decoder(w, x, changed, [0])[:, :t + 1] - before[:, :t + 1]).abs().max() < 1e-12
-        assert (tf.decoder(w, x, changed, [0])[:, t + 1:] - before[:, t + 1:]).abs().max() > 1e-6
+    with torch.no_grad():
+        before = decoder(x, y_in)
+        for t in range(tf.T - 1):
+            changed = y_in.clone()
+            changed[:, t + 1:] = (changed[:, t + 1:] + 3) % 10
+            assert (decoder(x, changed)[:, :t + 1] - before[:, :t + 1]).abs().max() < 1e-12
+            assert (decoder(x, changed)[:, t + 1:] - before[:, t + 1:]).abs().max() > 1e-6
 
 
 def test_gold_prefix_and_own_guesses(tf):
@@ -64,13 +95,14 @@ def test_gold_prefix_and_own_guesses(tf):
     y = tf.totals(x)
     assert y[0].tolist() == [sum(x[0, :i + 1].tolist()) % 10 for i in range(tf.T)]
     assert tf.gold_prefix(y).tolist() == [[tf.START] + row[:-1] for row in y.tolist()]
-    w, passes = tf.views(tf.starting_weights(5)), [0]
-    guessed = tf.own_guesses(w, x, passes)
-    assert passes == [tf.T - 1]
-    for t in range(1, tf.T):  # each input is the argmax the decoder gave at the place before, from the inputs before
-        assert torch.equal(guessed[:, t], tf.decoder(w, x, guessed, [0])[:, t - 1].argmax(-1))
+    decoder = tf.starting_decoder(5)
+    guessed = tf.own_guesses(decoder, x)
+    assert decoder.passes == tf.T - 1
+    with torch.no_grad():
+        for t in range(1, tf.T):  # each input: the decoder's argmax at the place before, from the inputs before
+            assert torch.equal(guessed[:, t], decoder(x, guessed)[:, t - 1].argmax(-1))
     given = torch.tensor([[tf.START, 4, 9]] * len(x))
-    assert torch.equal(tf.own_guesses(w, x, [0], given)[:, :3], given)
+    assert torch.equal(tf.own_guesses(decoder, x, given)[:, :3], given)
 
 
 def test_held_out_strings_are_never_trained_on(tf):
@@ -81,15 +113,13 @@ def test_held_out_strings_are_never_trained_on(tf):
     assert not set(map(tuple, longest.reshape(-1, tf.T).tolist())) & set(map(tuple, held_out.tolist()))
 
 
-def test_the_slip_is_handed_in_where_the_notes_say(tf, monkeypatch):
+def test_the_slip_is_handed_in_where_the_notes_say(tf):
     """written(): after the slip, only places SLIP_AT + 1 on count; a decoder that reads the
     total before (total before + digit) carries the slip into every one of them."""
-    def rule(w, x, y_in, passes):  # the rule itself: total before + digit (the start symbol counts 0)
-        passes[0] += 1
+    def rule(x, y_in):  # the rule itself: total before + digit (the start symbol counts 0)
         return F.one_hot((y_in.clamp(max=9) * (y_in != tf.START) + x) % 10, 10).double()
 
-    monkeypatch.setattr(tf, "decoder", rule)
-    with_gold, alone, after_slip = tf.written(tf.starting_weights(5), some(tf, 200))
+    with_gold, alone, after_slip = tf.written(rule, some(tf, 200))
     assert with_gold.all() and alone.all() and after_slip.shape == (200, tf.T - tf.SLIP_AT)
     assert not after_slip.any()
 
@@ -103,8 +133,6 @@ def test_fast_thresholds(tf):
     assert not tf.learns_faster({**page[0], "alone": 0.75}, {**page[1], "alone": 0.1})
     assert not tf.learns_faster({**page[0], "alone": 0.9}, {**page[1], "alone": 0.5})
     assert not tf.learns_faster({"passes": 6, "alone": 0.9}, {**page[1], "alone": 0.1})  # no fewer passes
-    assert [tf.share_band(x) for x in (0.499, 0.5, 0.75, 0.751)] == ["below 50%", "50% to 75%", "50% to 75%",
-                                                                    "above 75%"]
 
 
 def test_steadiness_threshold_and_the_largest_rise(tf):
@@ -130,15 +158,13 @@ def test_training_both_copies_on_gold_prefixes_turns_the_fast_verdict(tf):
     assert outcomes[CHECKS[0]] == CONTRADICTS
 
 
-def test_a_decoder_that_recomputes_every_total_turns_the_mismatch_verdict(tf, monkeypatch):
+def test_a_decoder_that_recomputes_every_total_turns_the_mismatch_verdict(tf):
     """A writer that ignores the total before and adds up the digits itself has no mismatch:
     a slip handed in changes nothing."""
-    def recomputes(w, x, y_in, passes):
-        passes[0] += 1
+    def recomputes(x, y_in):
         return F.one_hot(tf.totals(x), 10).double()
 
-    monkeypatch.setattr(tf, "decoder", recomputes)
-    with_gold, alone, after_slip = tf.written(tf.starting_weights(5), some(tf, 200))
+    with_gold, alone, after_slip = tf.written(recomputes, some(tf, 200))
     measured = {"gold": with_gold.double().mean().item(), "after slip": after_slip.double().mean().item()}
     assert measured == {"gold": 1.0, "after slip": 1.0} and not tf.mismatch_shows(measured)
 
@@ -148,10 +174,32 @@ def test_a_decoder_that_recomputes_every_total_turns_the_mismatch_verdict(tf, mo
 @pytest.mark.reads(DEFAULT)
 def test_default_run_upholds_the_page_and_says_stable_was_not_a_difference(runs):
     result = runs[DEFAULT]
-    assert [r["name"] for r in result.records] == CHECKS
-    assert [r["outcome"] for r in result.records] == [UPHOLDS, NOT_TESTED, UPHOLDS]
-    assert "decoder passes one after another, a step                   1             6" in result.stdout
+    assert [r["name"] for r in result.records] == COUNTED + CHECKS[:2] + MISMATCH + CHECKS[2:]
+    outcomes = {r["name"]: r["outcome"] for r in result.records}
+    judged = [COUNTED[0], COUNTED[1], COUNTED[4], CHECKS[0], MISMATCH[0], MISMATCH[2], CHECKS[2]]
+    assert [outcomes[name] for name in judged] == [UPHOLDS] * len(judged)
+    assert all(outcome == NOT_TESTED for name, outcome in outcomes.items() if name not in judged)
+    assert "decoder passes one after another, a step                          1                        6" \
+        in result.stdout
     assert "Stable: neither curve jumped: not a difference at this size" in result.stdout
+
+
+@pytest.mark.reads(DEFAULT)
+def test_each_trained_number_is_printed_beside_its_band(runs):
+    """Count it: the run's own number, then the band its record judges it by (none where it is
+    shown, not judged); the check reads the band in the number's place."""
+    result = runs[DEFAULT]
+    for r in result.records:
+        if "shown" not in r:
+            continue
+        percent = r["shown"].endswith("%")
+        assert math.isclose(float(r["shown"].rstrip("%")) / (100 if percent else 1), r["value"], abs_tol=0.0006), r
+        if r["threshold"] and r["outcome"] == UPHOLDS:
+            assert f"{r['shown']} ({r['threshold']})" in result.stdout, r
+    compared = result.compared()[0]
+    assert "  totals right                                   ‹above 75%› (above 75%)        ‹below 50%› (below 50%)" \
+        in compared
+    assert "  right with the gold prefix, wrong alone                      ‹-›\n" in compared
 
 
 LONGER = lesson_run(NAME, "--steps", "150")
@@ -162,5 +210,8 @@ def test_given_three_times_the_steps_own_guesses_get_there_too(runs):
     result = runs[LONGER]
     outcomes = {r["name"]: r["outcome"] for r in result.records}
     assert outcomes[CHECKS[0]] == CONTRADICTS and outcomes[CHECKS[2]] == UPHOLDS
-    assert "  totals right                                     above 75%     above 75%" in result.stdout
-    assert "  in all 150 steps                                       150           900" in result.stdout
+    left = {r["name"]: r["value"] for r in result.records}
+    assert left[COUNTED[0]] > 0.75 and left[COUNTED[1]] > 0.75  # both decoders write the totals
+    assert outcomes[COUNTED[1]] == CONTRADICTS  # own guesses: not below 50% any more
+    assert "  in all 150 steps                                              150                      900" \
+        in result.stdout

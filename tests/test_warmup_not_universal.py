@@ -1,6 +1,6 @@
 """week2/20_warmup_not_universal: its schedule is week2/06's scaled to its peak (and without
-the ramp, the same fall), its stack is torch's layers wired post-LN, its Adam is torch's, its
-side-by-side trainings are each training alone, every threshold of its verdicts is pinned by a
+the ramp, the same fall) and sets torch.optim.Adam's rate at every step, its stack is the
+page's post-LN wiring, its fused Adam is torch's plain one, every threshold of its verdicts is pinned by a
 value on each side, and each verdict turns in a world where warm-up is what the belief says or
 where it changes nothing (its default output is the same bytes under the kernel settings of
 tests/test_portability.py)."""
@@ -43,49 +43,72 @@ def test_the_schedule_is_week2_06s_scaled_to_its_peak(wu):
     assert wu.learning_rate(1, 0.05, True) == 0.05 / wu.WARMUP  # the ramp starts tiny
 
 
-def test_the_stack_is_torchs_layers_wired_post_ln(wu):
-    w, x = wu.starting_weights(5, 2), torch.randn(7, wu.D, dtype=torch.float64)
+def test_the_stack_is_the_pages_post_ln_wiring(wu):
+    """x <- LN(x + F(x)) by the page's formulas, from the stack's own weights: F(x) = W_2
+    relu(W_1 x + b_1) + b_2, LN(y) = gamma (y - mean) / sqrt(variance + eps) + beta."""
+    stack, x = wu.starting_stack(5), torch.randn(7, wu.D, dtype=torch.float64)
     with torch.no_grad():
-        for p in ("gamma", "beta"):
-            w[p] += 0.3 * torch.randn_like(w[p])
-    mine = wu.stack(x.expand(2, -1, -1), w)
-    for r in range(2):
+        for LN in stack.norms:  # away from 1 and 0, so that a LayerNorm left out shows
+            LN.weight += 0.3 * torch.randn_like(LN.weight)
+            LN.bias += 0.3 * torch.randn_like(LN.bias)
         h = x
-        with torch.no_grad():
-            for layer in range(wu.DEPTH):
-                F = nn.Sequential(nn.Linear(wu.D, wu.D_FF), nn.ReLU(), nn.Linear(wu.D_FF, wu.D)).double()
-                LN = nn.LayerNorm(wu.D).double()
-                F[0].weight.copy_(w["W_1"][layer, r].T)
-                F[0].bias.copy_(w["b_1"][layer, r, 0])
-                F[2].weight.copy_(w["W_2"][layer, r].T)
-                F[2].bias.copy_(w["b_2"][layer, r, 0])
-                LN.weight.copy_(w["gamma"][layer, r, 0])
-                LN.bias.copy_(w["beta"][layer, r, 0])
-                h = LN(h + F(h))
-            out = h @ w["W_out"][r] + w["b_out"][r]
-        assert (mine[r] - out).abs().max() < 1e-12
+        for sublayer, LN in zip(stack.sublayers, stack.norms, strict=True):
+            y = h + torch.relu(h @ sublayer[0].weight.T + sublayer[0].bias) @ sublayer[2].weight.T + sublayer[2].bias
+            mean, variance = y.mean(-1, keepdim=True), y.var(-1, unbiased=False, keepdim=True)
+            h = LN.weight * (y - mean) / torch.sqrt(variance + LN.eps) + LN.bias
+        out = h @ stack.read_out.weight.T + stack.read_out.bias
+        assert (stack(x) - out).abs().max() < 1e-12
+    assert len(stack.sublayers) == wu.DEPTH and isinstance(stack.sublayers[0][1], nn.ReLU)
 
 
-def test_adam_is_torchs(wu):
-    mine = torch.randn(3, 4, 5, dtype=torch.float64)
-    theirs = mine.clone().requires_grad_()
-    optimizer = torch.optim.Adam([theirs], lr=0.02, betas=wu.BETAS, eps=wu.EPS)
-    m, v = torch.zeros_like(mine), torch.zeros_like(mine)
-    g = torch.Generator().manual_seed(1)
-    for step in range(1, 8):
-        grad = torch.randn(mine.shape, generator=g, dtype=torch.float64)
-        wu.adam_step(mine, grad, m, v, step, torch.tensor(0.02, dtype=torch.float64))
-        theirs.grad = grad.clone()
-        optimizer.step()
-    assert (mine - theirs.detach()).abs().max() < 1e-12
+def test_every_training_starts_from_the_same_weights(wu):
+    one, two = wu.starting_stack(5), wu.starting_stack(5)
+    assert all(torch.equal(a, b) for a, b in zip(one.parameters(), two.parameters(), strict=True))
+    assert next(one.parameters()).dtype == torch.float64
 
 
-def test_side_by_side_is_each_training_alone(wu):
-    held_out, directions = task(wu)
-    together = wu.train(3, wu.RUNS, held_out, directions, steps=8)
-    alone = [wu.train(3, [run], held_out, directions, steps=8)[0] for run in wu.RUNS]
-    for a, b in zip(together, alone, strict=True):
-        assert math.isclose(a, b, rel_tol=1e-9)
+def test_each_step_takes_the_schedules_rate(wu, monkeypatch):
+    """train() hands Adam the schedule's rate at steps 1, 2, ...; torch.optim.Adam does the rest."""
+    _, directions = task(wu)
+    g = torch.Generator().manual_seed(4)
+    batches = [wu.points(g, wu.BATCH, directions) for _ in range(7)]
+    rates, step = [], torch.optim.Adam.step
+
+    def noted(self, *args, **kwargs):
+        rates.append(self.param_groups[0]["lr"])
+        assert self.defaults["betas"] == (0.9, 0.999) and self.defaults["eps"] == 1e-8  # torch's
+        return step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", noted)
+    wu.train(wu.starting_stack(3), 0.05, True, batches, w=4)
+    assert rates == [wu.learning_rate(s, 0.05, True, 4) for s in range(1, 8)]
+
+
+def test_the_fused_adam_is_the_plain_one(wu):
+    """torch's one-kernel Adam (fused=True, the lesson's) takes the same steps as its plain
+    for-loop one: from the same gradients at every rate of the lesson's schedules, to rounding;
+    and along a training that does not break, the same trajectory."""
+    g = torch.Generator().manual_seed(4)
+    for peak, warmup in ((0.01, False), (0.05, False), (0.05, True), (0.5, True)):
+        fused, plain = wu.starting_stack(3), wu.starting_stack(3)
+        optimizers = [torch.optim.Adam(stack.parameters(), lr=peak, fused=is_fused)
+                      for stack, is_fused in ((fused, True), (plain, False))]
+        for step in range(1, wu.STEPS + 1):
+            grads = [torch.randn(W.shape, generator=g, dtype=torch.float64) for W in fused.parameters()]
+            for stack, optimizer in zip((fused, plain), optimizers, strict=True):
+                optimizer.param_groups[0]["lr"] = wu.learning_rate(step, peak, warmup)
+                for W, grad in zip(stack.parameters(), grads, strict=True):
+                    W.grad = grad.clone()
+                optimizer.step()
+        gap = max((a - b).abs().max().item() for a, b in zip(fused.parameters(), plain.parameters(), strict=True))
+        assert gap < 1e-12, (peak, warmup, gap)
+        assert (fused.read_out.weight - wu.starting_stack(3).read_out.weight).abs().max() > 1e-3  # it moved
+    _, directions = task(wu)
+    batches = [wu.points(g, wu.BATCH, directions) for _ in range(wu.STEPS)]
+    fused, plain = wu.starting_stack(3), wu.starting_stack(3)
+    wu.train(fused, 0.05, True, batches)
+    wu.train(plain, 0.05, True, batches, fused=False)
+    assert max((a - b).abs().max().item() for a, b in zip(fused.parameters(), plain.parameters(), strict=True)) < 1e-9
 
 
 def test_held_out_points_are_never_trained_on(wu):
@@ -101,8 +124,6 @@ def test_trained_and_broke_thresholds(wu):
     assert (wu.TRAINED, wu.BROKE) == (0.5, 0.8)
     assert wu.trained(0.499) and not wu.trained(0.5) and not wu.trained(math.nan)
     assert wu.broke(0.801) and wu.broke(math.nan) and not wu.broke(0.8)
-    assert [wu.loss_band(x) for x in (0.499, 0.5, 0.8, 0.801, math.nan)] == [
-        "below 0.5", "0.5 to 0.8", "0.5 to 0.8", "above 0.8", "not a number"]
 
 
 def test_the_verdicts_need_each_world(wu):
@@ -118,7 +139,7 @@ def test_the_verdicts_need_each_world(wu):
 
 def test_a_peak_warm_up_can_carry_turns_the_first_verdict(wu):
     """The belief's world: every warm-up training has a peak it survives."""
-    runs = wu.RUNS[:3] + [("the higher rate, warm-up, again", wu.RUNS[2][1], True)]
+    runs = wu.RUNS[:3] + [("the higher rate, warm-up, again", wu.RUNS[2][1], True, "breaks")]
     _, outcomes = run_main(wu, RUNS=runs)
     assert outcomes[CHECKS[0]] == CONTRADICTS
 
@@ -132,13 +153,21 @@ def test_a_warm_up_that_changes_nothing_turns_the_second_verdict(wu):
 
 # ---------------------------------------------------------------- the run
 
+COUNTED = [f"held-out loss, {run[0]}" for run in load_script(NAME).RUNS]  # each number beside its band
+
+
 @pytest.mark.reads(DEFAULT)
 def test_default_run_upholds_the_page(runs):
     result = runs[DEFAULT]
-    assert [r["name"] for r in result.records] == CHECKS
-    assert [r["outcome"] for r in result.records] == [UPHOLDS, UPHOLDS]
-    table = [line.split()[-1] for line in result.stdout.splitlines() if line.startswith(("  a ", "  the ", "  ten "))]
-    assert table == ["trained", "broke", "trained", "broke"]
+    assert [r["name"] for r in result.records] == COUNTED + CHECKS
+    assert [r["outcome"] for r in result.records] == [UPHOLDS] * 6
+    assert [r["threshold"] for r in result.records[:4]] == ["trains: below 0.5", "breaks: above 0.8 or nan"] * 2
+    for r in result.records[:4]:  # the run's own number, beside the band its record judges it by
+        assert f"   {r['shown']} ({r['threshold']})\n" in result.stdout and r["shown"] == f"{r['value']:.3f}"
+    compared = result.compared()[0]
+    assert "  a higher rate, no warm-up       0.05   ‹breaks: above 0.8 or nan› (breaks: above 0.8 or nan)" in compared
+    # three places: a loss of 0.05 is never read in the peak column 0.05 before it
+    assert "  the higher rate, warm-up        0.05   ‹trains: below 0.5› (trains: below 0.5)" in compared
 
 
 NO_RAMP = lesson_run(NAME, "--warmup", "1")
@@ -147,6 +176,6 @@ NO_RAMP = lesson_run(NAME, "--warmup", "1")
 @pytest.mark.reads(NO_RAMP)
 def test_a_one_step_warm_up_is_none_and_turns_the_rescue_verdict(runs):
     result = runs[NO_RAMP]
-    assert [r["outcome"] for r in result.records] == [UPHOLDS, CONTRADICTS]
-    higher = [line for line in result.stdout.splitlines() if line.startswith(("  a higher", "  the higher"))]
-    assert len(higher) == 2 and higher[0].split()[-3:] == higher[1].split()[-3:]  # the same training twice
+    assert [r["outcome"] for r in result.records][4:] == [UPHOLDS, CONTRADICTS]
+    higher = [r["value"] for r in result.records[1:3]]
+    assert higher[0] == higher[1]  # the same training twice

@@ -6,14 +6,15 @@ close to zero, so learning stalls. The fix: divide by sqrt(d_k)."
 
     Attention(Q, K, V) = softmax(Q K^T / sqrt(d_k)) V      scaled
     Attention(Q, K, V) = softmax(Q K^T) V                  unscaled
-    one step of learning: W <- W - lr dL/dW                (plain gradient descent)
+    one step of learning: W <- W - lr dL/dW                (plain gradient descent: torch.optim.SGD)
 
 One head learns a look-up: each query is one of 8 words, blurred, and must put its weight on
 that word to fetch the word's value. Both heads start from the same W_Q and W_K and see the
 same batches at the same rate; the only difference is the 1/sqrt(d_k). Prints, per head: how
 one-hot the softmax starts, the gradient reaching W_Q and W_K at step 1 and late in training,
-the held-out loss and right words found after training; a verdict on each part of the claim;
-and what a 10 times smaller rate does for the unscaled head.
+the held-out loss and right words found after training (each trained number beside the band
+its claim needs); a verdict on each part of the claim; and what a 10 times smaller rate does
+for the unscaled head.
 Setup (choices; the page gives none): d_k = 1024, words of 16 numbers, values of 8, 150
 steps of 4 sentences of 8 words, lr = 1, float64. Notes: week1/NOTES.md, section 17.
 """
@@ -26,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, float_range, int_range, knob, lesson_args
 from common.printing import readable
-from common.records import check, said
+from common.records import record, said
 
 import torch
 
@@ -46,6 +47,8 @@ QUIET = 1e-3  # close to zero: the gradient's late median below this fraction of
 UNTOUCHED = 1e-3  # a query whose own word gets less weight than this can hardly push that weight up
 STALLED = 0.5  # learning stalls: the held-out loss still above this fraction of its start
 TRAINED = 0.1  # learning works: the held-out loss below this fraction of its start
+NOT_FOUND = 0.5  # a stalled head finds the right word for fewer than half the held-out queries
+FOUND = 0.9  # a trained one for more than 90%
 
 
 def attention(X_q, X, V, W_Q, W_K, scaled):
@@ -90,19 +93,19 @@ def measure(W_Q, W_K, scaled, held_out):
 
 
 def train(seed, d_k, scaled, lr, held_out, steps=STEPS):
-    """Gradient descent from the seed's W_Q, W_K on the seed's batches. Returns the held-out
-    measures before and after, the sizes |dL/dW_Q|, |dL/dW_K| at every step, and the weights."""
+    """Gradient descent, W <- W - lr dL/dW (torch.optim.SGD), from the seed's W_Q, W_K on the
+    seed's batches. Returns the held-out measures before and after, the sizes |dL/dW_Q|,
+    |dL/dW_K| at every step, and the weights."""
     W_Q, W_K = (W.requires_grad_() for W in starting_weights(seed, d_k))
+    optimizer = torch.optim.SGD([W_Q, W_K], lr=lr)
     g = torch.Generator().manual_seed(seed + 1)  # the batches: the same for every head
     before, grads = measure(W_Q, W_K, scaled, held_out), []
     for _ in range(steps):
         X_q, X, V = sentences(g, SENTENCES)
-        loss = loss_of(attention(X_q, X, V, W_Q, W_K, scaled)[0], V)
-        dW_Q, dW_K = torch.autograd.grad(loss, (W_Q, W_K))
-        grads.append((dW_Q.norm().item(), dW_K.norm().item()))
-        with torch.no_grad():
-            W_Q -= lr * dW_Q
-            W_K -= lr * dW_K
+        optimizer.zero_grad()
+        loss_of(attention(X_q, X, V, W_Q, W_K, scaled)[0], V).backward()
+        grads.append((W_Q.grad.norm().item(), W_K.grad.norm().item()))
+        optimizer.step()
     return {"before": before, "after": measure(W_Q, W_K, scaled, held_out), "grads": grads, "weights": (W_Q, W_K)}
 
 
@@ -143,18 +146,20 @@ def lesson(args):
     print(f"take {STEPS} steps of W <- W - lr dL/dW, lr = {lr:g}, on the same batches ({STEPS * SENTENCES * T:,} "
           "queries).")
     print(f"\n{'':44}{'unscaled Q K^T':>16}{'scaled Q K^T / sqrt(d_k)':>28}")
-    row(f"At the start, on {HELD_OUT * T:,} held-out queries:")
+    print(f"At the start, on {HELD_OUT * T:,} held-out queries:")
     for label, key, form in (("largest weight (mean)", "largest", "{:.3f}"),
                              (f"queries whose word gets under {UNTOUCHED:g}", "untouched", "{:.0%}"),
                              ("right word found (largest weight)", "found", "{:.0%}"), ("loss", "loss", "{:.2f}")):
-        row("  " + label, form.format(un["before"][key]), form.format(sc["before"][key]))
+        print(f"  {label:42}{form.format(un['before'][key]):>16}{form.format(sc['before'][key]):>28}")
     for k, W in enumerate(("W_Q", "W_K")):
-        row(f"Step 1: the gradient reaching {W}, |dL/d{W}|", f"{un['grads'][0][k]:.1f}", f"{sc['grads'][0][k]:.1f}")
+        print(f"{f'Step 1: the gradient reaching {W}, |dL/d{W}|':44}{un['grads'][0][k]:>16.1f}"
+              f"{sc['grads'][0][k]:>28.1f}")
     one_hot = starts_one_hot(un, sc)
-    check("without scaling the softmax starts nearly one-hot", "Verdict: big spread makes softmax nearly one-hot "
-          f"(largest weight above {ONE_HOT:g})\n  without the scaling, not with it: {said(one_hot)}",
-          one_hot, value=f"unscaled {un['before']['largest']:.3f}, scaled {sc['before']['largest']:.3f}",
-          threshold=f"mean largest weight: unscaled above {ONE_HOT:g}, scaled {ONE_HOT:g} or less")
+    print(f"Verdict: big spread makes softmax nearly one-hot (largest weight above {ONE_HOT:g})\n"
+          f"  without the scaling, not with it: {said(one_hot)}")
+    record("without scaling the softmax starts nearly one-hot", one_hot,
+           value=f"unscaled {un['before']['largest']:.3f}, scaled {sc['before']['largest']:.3f}",
+           threshold=f"mean largest weight: unscaled above {ONE_HOT:g}, scaled {ONE_HOT:g} or less")
     ratio = un["grads"][0][0] / sc["grads"][0][0]
     print(f"At step 1 the gradient reaching W_Q is {readable(ratio, 1)} times the scaled head's: "
           f"{'larger, not close to zero' if ratio > 1 else 'smaller'}.")
@@ -162,56 +167,66 @@ def lesson(args):
           f"{un['before']['untouched']:.0%} of the\n   queries give their own word under {UNTOUCHED:g} of "
           "their weight, and can hardly push it up)")
 
-    row(f"\nLate in training (steps {STEPS - LATE + 1} to {STEPS}), the gradient's median size / at step 1:")
-    for k, W in enumerate(("W_Q", "W_K")):
-        row(f"  reaching {W}", quiet_band(late_shares(un)[k]), quiet_band(late_shares(sc)[k]))
+    print(f"\nLate in training (steps {STEPS - LATE + 1} to {STEPS}), the gradient's median size / at step 1:")
+    (un_Q, un_K), (sc_Q, sc_K) = late_shares(un), late_shares(sc)
+    quiet_Q, quiet_K, kept_Q, kept_K = (f"{share:.2g}" for share in (un_Q, un_K, sc_Q, sc_K))
+    print(f"  reaching W_Q: unscaled {quiet_Q} (below {QUIET:g}), scaled {kept_Q} ({QUIET:g} or more)")
+    record("late gradient reaching W_Q, unscaled", un_Q < QUIET, value=un_Q, threshold=f"below {QUIET:g}",
+           shown=quiet_Q)
+    record("late gradient reaching W_Q, scaled", sc_Q >= QUIET, value=sc_Q, threshold=f"{QUIET:g} or more",
+           shown=kept_Q)
+    print(f"  reaching W_K: unscaled {quiet_K} (below {QUIET:g}), scaled {kept_K} ({QUIET:g} or more)")
+    record("late gradient reaching W_K, unscaled", un_K < QUIET, value=un_K, threshold=f"below {QUIET:g}",
+           shown=quiet_K)
+    record("late gradient reaching W_K, scaled", sc_K >= QUIET, value=sc_K, threshold=f"{QUIET:g} or more",
+           shown=kept_K)
     quiet = goes_quiet(un, sc)
-    check("without scaling the gradients then go close to zero", "Verdict: then the gradients are close to zero "
-          f"(below {QUIET:g} of their size at step 1)\n  without the scaling, not with it: {said(quiet)}", quiet,
-          value=f"unscaled {max(late_shares(un)):.2g}, scaled {min(late_shares(sc)):.2g}",
-          threshold=f"late median / step 1: unscaled below {QUIET:g}, scaled {QUIET:g} or more")
+    print(f"Verdict: then the gradients are close to zero (below {QUIET:g} of their size at step 1)\n"
+          f"  without the scaling, not with it: {said(quiet)}")
+    record("without scaling the gradients then go close to zero", quiet,
+           value=f"unscaled {max(late_shares(un)):.2g}, scaled {min(late_shares(sc)):.2g}",
+           threshold=f"late median / step 1: unscaled below {QUIET:g}, scaled {QUIET:g} or more")
 
-    row(f"\nAfter {STEPS} steps, on the held-out queries:")
-    row("  loss, as a share of its start", loss_band(loss_left(un)), loss_band(loss_left(sc)))
-    row("  right word found", found_band(un["after"]["found"]), found_band(sc["after"]["found"]))
+    print(f"\nAfter {STEPS} steps, on the held-out queries:")
+    stuck, learned = f"{loss_left(un):.2f}", f"{loss_left(sc):.3f}"
+    print(f"  loss, as a share of its start: unscaled {stuck} (above {STALLED:g}), scaled {learned} "
+          f"(below {TRAINED:g})")
+    record("held-out loss after / before, unscaled", loss_left(un) > STALLED, value=loss_left(un),
+           threshold=f"above {STALLED:g}", shown=stuck)
+    record("held-out loss after / before, scaled", loss_left(sc) < TRAINED, value=loss_left(sc),
+           threshold=f"below {TRAINED:g}", shown=learned)
+    missed, found = f"{un['after']['found']:.0%}", f"{sc['after']['found']:.0%}"
+    print(f"  right word found: unscaled {missed} (below {NOT_FOUND:.0%}), scaled {found} (above {FOUND:.0%})")
+    record("right word found after training, unscaled", un["after"]["found"] < NOT_FOUND, value=un["after"]["found"],
+           threshold=f"below {NOT_FOUND:.0%}", shown=missed)
+    record("right word found after training, scaled", sc["after"]["found"] > FOUND, value=sc["after"]["found"],
+           threshold=f"above {FOUND:.0%}", shown=found)
     stalled = stalls(un, sc)
-    check("without scaling learning stalls", "Verdict: at the rate that trains the scaled head (loss below "
-          f"{TRAINED:g} of its start), the\n  unscaled head's loss barely moves (above {STALLED:g} of its start),\n"
-          f"  so learning stalls: {said(stalled)}" if stalled is not None else "Verdict: not tested: at this rate "
-          f"the scaled head did not train either\n  (its loss stayed at {TRAINED:g} of its start or more)", stalled,
-          value=f"unscaled {loss_left(un):.2f}, scaled {loss_left(sc):.3f}",
-          threshold=f"held-out loss after / before: unscaled above {STALLED:g}, scaled below {TRAINED:g}")
+    if stalled is None:
+        print(f"Verdict: not tested: at this rate the scaled head did not train either\n  (its loss stayed at "
+              f"{TRAINED:g} of its start or more)")
+    else:
+        print(f"Verdict: at the rate that trains the scaled head (loss below {TRAINED:g} of its start), the\n"
+              f"  unscaled head's loss barely moves (above {STALLED:g} of its start),\n  so learning stalls: "
+              f"{said(stalled)}")
+    record("without scaling learning stalls", stalled,
+           value=f"unscaled {loss_left(un):.2f}, scaled {loss_left(sc):.3f}",
+           threshold=f"held-out loss after / before: unscaled above {STALLED:g}, scaled below {TRAINED:g}")
 
+    left = f"{loss_left(slow):.2f}"
     learns, slower = loss_left(slow) < STALLED, slow["after"]["loss"] > sc["after"]["loss"]
-    check("a smaller rate lets the unscaled head learn, more slowly",
-          f"With a {SLOWER} times smaller rate ({lr / SLOWER:g}) the unscaled head's loss ends "
-          f"{'below' if learns else 'above'} {STALLED:g} of its start\n  ({'it learns' if learns else 'it stalls too'})"
-          f", {'above' if slower else 'below'} the scaled head's at {lr:g} "
-          f"({'more slowly' if slower else 'as fast or faster'}): how much it stalls depends on the rate.",
-          None, value=f"{loss_left(slow):.2f} of its start; {slow['after']['loss']:.2f} against "
-          f"{sc['after']['loss']:.2f}", threshold=f"held-out loss after / before below {STALLED:g}; after above "
-          "the scaled head's")
+    pace = "above the scaled head's at {:g} (more slowly)" if slower else "below the scaled head's at {:g} (as fast)"
+    print(f"With a {SLOWER} times smaller rate ({lr / SLOWER:g}) the unscaled head's loss ends at {left} of its start\n"
+          f"  ({'below' if learns else 'above'} {STALLED:g}: {'it learns' if learns else 'it stalls too'}), "
+          f"{pace.format(lr)}: how much it stalls depends on the rate.")
+    record("the unscaled head at a smaller rate: held-out loss after / before", None, value=loss_left(slow),
+           threshold=f"below {STALLED:g}", shown=left, why="the page makes no claim about a smaller rate")
+    record("a smaller rate lets the unscaled head learn, more slowly", None,
+           value=f"{loss_left(slow):.2f} of its start; {slow['after']['loss']:.2f} against {sc['after']['loss']:.2f}",
+           threshold=f"held-out loss after / before below {STALLED:g}; after above the scaled head's")
 
 
-# ---------------------------------------------------------------- optional: knobs, Try it, wording
-
-def row(label, unscaled="", scaled=""):
-    print(f"{label:44}{unscaled:>16}{scaled:>28}".rstrip())
-
-
-def quiet_band(share):
-    return f"below {QUIET:g}" if share < QUIET else f"{QUIET:g} or more"
-
-
-def loss_band(share):
-    if share < TRAINED:
-        return f"below {TRAINED:g}"
-    return f"above {STALLED:g}" if share > STALLED else f"{TRAINED:g} to {STALLED:g}"
-
-
-def found_band(share):
-    return "below 50%" if share < 0.5 else "above 90%" if share > 0.9 else "50% to 90%"
-
+# ---------------------------------------------------------------- optional: knobs and Try it
 
 DESCRIPTION = ("One attention head trained with and without 1/sqrt(d_k): how one-hot its softmax starts, its "
                "gradients, and whether it learns (Week 1, section 4).")

@@ -11,24 +11,25 @@ mean 0 and variance 1" (then gamma, beta).
 
 The stacks start from the same weights, train on the same batches at the same rate, and are
 scored on the same held-out points. Prints, per wiring, the size of the numbers at the top
-of the stack at the start and the held-out loss after training, with torch's starting
-weights and with the sublayers' matrices doubled (shortcut and both); a verdict on each
-claim; and what LayerNorm alone did.
+of the stack at the start and the held-out loss after training (beside the band the page's
+picture needs), with torch's starting weights and with the sublayers' matrices doubled
+(shortcut and both); a verdict on each claim; and what LayerNorm alone did.
 Setup (choices; the page gives none): d = 16, f = 32, 12 sublayers; the task: a point's
-coordinates along 4 fixed directions; 150 steps of plain gradient descent (lr 0.1) on 32
-points; float64. Notes: week2/NOTES.md, section 18.
+coordinates along 4 fixed directions; 150 steps of plain gradient descent (torch.optim.SGD,
+lr 0.1) on 32 points; float64. Notes: week2/NOTES.md, section 18.
 """
-import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
+from common.blocks import feed_forward
 from common.cli import SEED, int_range, knob, lesson_args
 from common.printing import readable
-from common.records import check, said
+from common.records import record, said
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 D = 16  # d, numbers per point: narrow, so that a step costs little
@@ -42,52 +43,51 @@ HELD_OUT = 500  # held-out points, never trained on
 HELD_OUT_SEED = 2**32 + 12345  # their own generator, the same for every --seed, past every seed + 1
 TRAINS = 0.5  # a stack trains: held-out loss below this share of always answering 0
 STUCK = 0.8  # a stack does not train: held-out loss above this share (or not a number: it blew up)
-# the stacks, trained side by side: (wiring, formula, shortcut wire, LayerNorm, sublayer matrices times)
+# the stacks: (wiring, formula, shortcut wire, LayerNorm, sublayer matrices times)
 STACKS = [("plain", "F(x)", False, False, 1.0), ("shortcut", "x + F(x)", True, False, 1.0),
           ("LayerNorm", "LN(F(x))", False, True, 1.0), ("both", "LN(x + F(x))", True, True, 1.0),
           ("shortcut", "x + F(x)", True, False, DOUBLED), ("both", "LN(x + F(x))", True, True, DOUBLED)]
-LAYER_PARTS = ("W_1", "b_1", "W_2", "b_2", "gamma", "beta")
 
 
-def sublayer(x, W_1, b_1, W_2, b_2):
-    """F(x) = W_2 relu(W_1 x + b_1) + b_2 for every stack's points x [S, N, d] at once (as rows: x W_1)."""
-    return torch.baddbmm(b_2, torch.relu(torch.baddbmm(b_1, x, W_1)), W_2)  # [S, N, f] inside, [S, N, d] out
+class Stack(nn.Module):
+    """`depth` sublayers F(x) = W_2 relu(W_1 x + b_1) + b_2, each wired x <- F(x), plus x where
+    `shortcut`, then LN(...) where `norm`; then a linear read-out."""
+
+    def __init__(self, depth, shortcut, norm):
+        super().__init__()
+        self.sublayers = nn.ModuleList(feed_forward(D, D_FF) for _ in range(depth))  # F, one per sublayer
+        self.norms = nn.ModuleList(nn.LayerNorm(D) for _ in range(depth))  # LN: gamma 1, beta 0, learned
+        self.read_out = nn.Linear(D, OUTPUTS)
+        self.shortcut, self.norm = shortcut, norm
+
+    def top(self, x):
+        """x [N, d] through every sublayer: the numbers at the top of the stack, [N, d]."""
+        for sublayer, LN in zip(self.sublayers, self.norms, strict=True):
+            y = x + sublayer(x) if self.shortcut else sublayer(x)  # x + F(x): the direct route
+            x = LN(y) if self.norm else y  # each point's d numbers: mean 0, variance 1, then gamma, beta
+        return x
+
+    def forward(self, x):
+        return self.read_out(self.top(x))  # [N, outputs]
 
 
-def stack(x, weights, shortcut, norm):
-    """x [S, N, d] through every sublayer: y = F(x), plus x where shortcut is 1; then LN(y)
-    where norm is True."""
-    for W_1, b_1, W_2, b_2, gamma, beta in zip(*(weights[k].unbind(0) for k in LAYER_PARTS), strict=True):
-        y = sublayer(x, W_1, b_1, W_2, b_2)  # [S, N, d]
-        y = torch.addcmul(y, shortcut, x)  # x + F(x): the direct route
-        normed = torch.addcmul(beta, F.layer_norm(y, (D,)), gamma)  # each point's d numbers: mean 0, variance 1
-        x = torch.where(norm, normed, y)
-    return x
-
-
-def losses(x, y, weights, shortcut, norm):
-    """Each stack's squared error on the points x [N, d] with answers y [N, outputs]: [S]."""
-    top = stack(x.expand(len(shortcut), -1, -1), weights, shortcut, norm)  # [S, N, d]
-    return (torch.baddbmm(weights["b_out"], top, weights["W_out"]) - y).pow(2).mean((1, 2))
-
-
-def starting_weights(seed, depth, scales):
-    """One start, as torch's nn.Linear draws it (uniform in +-1/sqrt(fan_in)); gamma 1, beta 0;
-    a copy per stack, its sublayer matrices times its scale. {part: [depth, S, ...]}."""
-    g = torch.Generator().manual_seed(seed)
-
-    def uniform(shape, fan_in):
-        return (2 * torch.rand(shape, generator=g, dtype=torch.float64) - 1) / math.sqrt(fan_in)
-
-    one = {"W_1": uniform((depth, 1, D, D_FF), D), "b_1": uniform((depth, 1, 1, D_FF), D),
-           "W_2": uniform((depth, 1, D_FF, D), D_FF), "b_2": uniform((depth, 1, 1, D), D_FF),
-           "gamma": torch.ones(depth, 1, 1, D, dtype=torch.float64),
-           "beta": torch.zeros(depth, 1, 1, D, dtype=torch.float64),
-           "W_out": uniform((1, D, OUTPUTS), D), "b_out": uniform((1, 1, OUTPUTS), D)}
-    parts = {name: torch.cat([p] * len(scales), dim=0 if name in ("W_out", "b_out") else 1)  # the stacks' axis
-             for name, p in one.items()}
-    times = torch.tensor(scales, dtype=torch.float64)[:, None, None]  # [S, 1, 1]
-    return {name: p * times if name in ("W_1", "W_2") else p for name, p in parts.items()}
+def starting_stack(seed, depth, shortcut, norm, times=1.0):
+    """The seed's start, as torch's layers draw it (nn.Linear uniform in +-1/sqrt(fan_in)), the
+    same for every wiring; its sublayer matrices W_1, W_2 times `times`. Drawn in float64
+    (float32 draws widened to float64 made the doubled stacks' trainings hang on the kernels'
+    last bits: week2/NOTES.md, section 18)."""
+    torch.manual_seed(seed)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        stack = Stack(depth, shortcut, norm)
+    finally:
+        torch.set_default_dtype(before)
+    with torch.no_grad():
+        for sublayer in stack.sublayers:
+            sublayer[0].weight.mul_(times)  # W_1
+            sublayer[2].weight.mul_(times)  # W_2
+    return stack
 
 
 def points(g, n, directions):
@@ -96,29 +96,29 @@ def points(g, n, directions):
     return x, x @ directions
 
 
-def train(seed, depth, stacks, held_out, directions, steps=STEPS, lr=LR):
-    """Gradient descent on every stack at once, from the seed's start and on the seed's batches.
-    Each stack's loss reads only its own weights, so summing them trains each as if alone.
-    Returns per stack: the size (RMS) of the numbers at the top at the start, and the held-out
-    loss after training as a share of always answering 0's."""
-    shortcut = torch.tensor([float(s[2]) for s in stacks], dtype=torch.float64)[:, None, None]  # [S, 1, 1]: 1 or 0
-    norm = torch.tensor([s[3] for s in stacks])[:, None, None]  # [S, 1, 1]
-    weights = starting_weights(seed, depth, [s[4] for s in stacks])
+def train(stack, batches, lr=LR):
+    """Plain gradient descent, W <- W - lr dL/dW, on the squared error of every batch."""
+    optimizer = torch.optim.SGD(stack.parameters(), lr=lr)
+    for x, y in batches:
+        optimizer.zero_grad()
+        F.mse_loss(stack(x), y).backward()
+        optimizer.step()
+
+
+def measured(seed, depth, stacks, batches, held_out):
+    """Each stack from the seed's start, trained on the batches: the size (RMS) of the numbers
+    at its top before any step, and its held-out loss after, as a share of always answering 0's."""
     x_held, y_held = held_out
-    with torch.no_grad():
-        top = stack(x_held.expand(len(stacks), -1, -1), weights, shortcut, norm).pow(2).mean((1, 2)).sqrt()
-    for W in weights.values():
-        W.requires_grad_()
-    g = torch.Generator().manual_seed(seed + 1)  # the batches
-    for _ in range(steps):
-        x, y = points(g, BATCH, directions)
-        gradients = torch.autograd.grad(losses(x, y, weights, shortcut, norm).sum(), list(weights.values()))
+    results = []
+    for _, _, shortcut, norm, times in stacks:
+        stack = starting_stack(seed, depth, shortcut, norm, times)
         with torch.no_grad():
-            for W, dW in zip(weights.values(), gradients, strict=True):
-                W -= lr * dW
-    with torch.no_grad():
-        left = losses(x_held, y_held, weights, shortcut, norm) / y_held.pow(2).mean()
-    return [{"top": t, "left": v} for t, v in zip(top.tolist(), left.tolist(), strict=True)]
+            top = stack.top(x_held).pow(2).mean().sqrt().item()
+        train(stack, batches)
+        with torch.no_grad():
+            left = (F.mse_loss(stack(x_held), y_held) / y_held.pow(2).mean()).item()
+        results.append({"top": top, "left": left})
+    return results
 
 
 def trains(result):
@@ -127,6 +127,12 @@ def trains(result):
 
 def stuck(result):
     return not result["left"] <= STUCK  # not a number (blown up) counts as stuck
+
+
+def page_says_it_trains(shortcut, norm, times):
+    """The page's picture of a stack: from torch's start the ones with shortcuts train; with
+    the matrices doubled, only the ones with LayerNorm too."""
+    return shortcut if times == 1.0 else norm
 
 
 def shortcuts_help(start):
@@ -143,7 +149,9 @@ def lesson(args):
     directions = F.normalize(torch.randn(D, OUTPUTS, generator=torch.Generator().manual_seed(args.seed + 2),
                                          dtype=torch.float64), dim=0)  # [d, outputs], unit columns
     held_out = points(torch.Generator().manual_seed(HELD_OUT_SEED), HELD_OUT, directions)
-    results = train(args.seed, args.depth, STACKS, held_out, directions)
+    g = torch.Generator().manual_seed(args.seed + 1)  # the batches, the same for every stack
+    batches = [points(g, BATCH, directions) for _ in range(STEPS)]
+    results = measured(args.seed, args.depth, STACKS, batches, held_out)
     start = {s[0]: r for s, r in zip(STACKS, results, strict=True) if s[4] == 1.0}
     doubled = {s[0]: r for s, r in zip(STACKS, results, strict=True) if s[4] == DOUBLED}
 
@@ -152,52 +160,52 @@ def lesson(args):
     print(f"gives a point's coordinates along {OUTPUTS} fixed directions. Each stack takes {STEPS} steps of\n"
           f"W <- W - lr dL/dW, lr = {LR:g}, from the same starting weights,\n"
           f"on the same batches of {BATCH} random points.")
-    print(f"\n{'':26}{'torch starting weights':^28}{f'sublayer matrices x {DOUBLED:g}':^30}".rstrip())
-    print(f"{'wiring':26}{'size at top':>14}{'loss after':>14}{'':2}{'size at top':>14}{'loss after':>14}")
-    for wiring, formula, *_ in STACKS[:4]:
-        cells = f"{readable(start[wiring]['top'], 2):>14}{loss_band(start[wiring]['left']):>14}"
-        if wiring in doubled:
-            cells += f"{'':2}{readable(doubled[wiring]['top'], 2):>14}{loss_band(doubled[wiring]['left']):>14}"
-        print(f"{wiring:>9}  {formula:15}{cells}")
+    print(f"\n{'wiring':26}{'size at top':>12}   loss after")
+    worlds = {1.0: "torch's starting weights:", DOUBLED: f"sublayer matrices x {DOUBLED:g}:"}
+    for (wiring, formula, shortcut, norm, times), r in zip(STACKS, results, strict=True):
+        if times in worlds:
+            print(worlds.pop(times))  # the first stack of each start
+        should_train = page_says_it_trains(shortcut, norm, times)
+        held = f"{r['left']:.3f}"
+        band = f"trains: below {TRAINS:g}" if should_train else f"stuck: above {STUCK:g} or nan"
+        print(f"{wiring:>9}  {formula:15}{readable(r['top'], 2):>12}   {held} ({band})")
+        record(f"held-out loss, {wiring}" + ("" if times == 1.0 else f", matrices x {DOUBLED:g}"),
+               trains(r) if should_train else stuck(r), value=r["left"], threshold=band, shown=held)
     print("  (size at top: the RMS of the numbers after the last sublayer, before any step;\n"
           "   the input's is about 1.\n"
           f"   loss after: {HELD_OUT} held-out points' squared error after training / always answering 0's;\n"
-          "   1 is no better than that)")
+          "   1 is no better than that; nan: not a number, the stack blew up;\n"
+          "   in brackets, what the page's picture needs of each stack)")
 
     helped = shortcuts_help(start)
-    check("shortcuts help a deep stack train", f"Verdict: shortcuts help a deep stack train (with them the loss "
-          f"ends below {TRAINS:g}, without them\n  above {STUCK:g}, with and without LayerNorm): {said(helped)}",
-          helped, value=", ".join(f"{w} {r['left']:.2f}" for w, r in start.items()),
-          threshold=f"shortcut and both below {TRAINS:g}; plain and LayerNorm above {STUCK:g}")
+    print(f"Verdict: shortcuts help a deep stack train (with them the loss ends below {TRAINS:g}, without them\n"
+          f"  above {STUCK:g}, with and without LayerNorm): {said(helped)}")
+    record("shortcuts help a deep stack train", helped,
+           value=", ".join(f"{w} {r['left']:.2f}" for w, r in start.items()),
+           threshold=f"shortcut and both below {TRAINS:g}; plain and LayerNorm above {STUCK:g}")
     normalized = normalization_helps(doubled)
-    check("normalization helps a deep stack train", "Verdict: normalization helps when the sublayers change the "
-          f"numbers' size (matrices x {DOUBLED:g}):\n  without it the shortcut stack ends above {STUCK:g} or blows "
-          f"up, with it below {TRAINS:g}: {said(normalized)}", normalized,
-          value=", ".join(f"{w} {r['left']:.2f}" for w, r in doubled.items()),
-          threshold=f"matrices x {DOUBLED:g}: both below {TRAINS:g}; shortcut above {STUCK:g} or not a number")
+    print(f"Verdict: normalization helps when the sublayers change the numbers' size (matrices x {DOUBLED:g}):\n"
+          f"  without it the shortcut stack ends above {STUCK:g} or blows up, with it below {TRAINS:g}: "
+          f"{said(normalized)}")
+    record("normalization helps a deep stack train", normalized,
+           value=", ".join(f"{w} {r['left']:.2f}" for w, r in doubled.items()),
+           threshold=f"matrices x {DOUBLED:g}: both below {TRAINS:g}; shortcut above {STUCK:g} or not a number")
     alone, same = trains(start["LayerNorm"]), trains(start["shortcut"]) == trains(start["both"])
-    check("LayerNorm alone trains the plain stack", f"Not the whole story: LayerNorm alone "
-          f"{'trained' if alone else 'did not train'} the plain stack, and with torch's starting\n  weights adding "
-          f"it to the shortcuts {'changed nothing here (both trained)' if same else 'made the difference'}:\n  "
-          "LayerNorm keeps the numbers' size steady; the shortcut is the direct route.", None,
-          value=f"LayerNorm {start['LayerNorm']['left']:.2f}; shortcut {start['shortcut']['left']:.2f}, "
-          f"both {start['both']['left']:.2f}", threshold=f"LayerNorm below {TRAINS:g}")
+    print(f"Not the whole story: LayerNorm alone {'trained' if alone else 'did not train'} the plain stack, and "
+          f"with torch's starting\n  weights adding it to the shortcuts "
+          f"{'changed nothing here (both trained)' if same else 'made the difference'}:\n"
+          "  LayerNorm keeps the numbers' size steady; the shortcut is the direct route.")
+    record("LayerNorm alone trains the plain stack", None, value=f"LayerNorm {start['LayerNorm']['left']:.2f}; "
+           f"shortcut {start['shortcut']['left']:.2f}, both {start['both']['left']:.2f}",
+           threshold=f"LayerNorm below {TRAINS:g}")
 
 
-# ---------------------------------------------------------------- optional: knobs, Try it, wording
+# ---------------------------------------------------------------- optional: knobs and Try it
 
-def loss_band(share):
-    if not math.isfinite(share):
-        return "blew up"
-    if share < TRAINS:
-        return f"below {TRAINS:g}"
-    return f"above {STUCK:g}" if share > STUCK else f"{TRAINS:g} to {STUCK:g}"
-
-
-DESCRIPTION = ("A deep stack trained four ways, side by side: plain, with shortcuts, with LayerNorm, with both; "
+DESCRIPTION = ("A deep stack trained four ways: plain, with shortcuts, with LayerNorm, with both; "
                "and with bigger sublayers (Week 2, the Note and section 6).")
 KNOBS = [knob("--depth", type=int_range(2, 24), default=12, help="sublayers in every stack"),
-         knob("--seed", type=SEED, default=42, help="torch generator seed of the weights, batches and directions")]
+         knob("--seed", type=SEED, default=42, help="torch seed of the starting weights, batches and directions")]
 TRY_IT = [("--depth 2", "a shallow stack: every wiring trains, and both verdicts turn"),
           ("--depth 4", "LayerNorm alone trains the plain stack at this depth; at 12 sublayers it no longer does"),
           ("--depth 24", "twice as deep: the shortcut stack blows up even from torch's starting weights; only "

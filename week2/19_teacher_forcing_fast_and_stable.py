@@ -13,10 +13,11 @@ The task: under each of 6 digits write the running total's last digit (3 1 4 1 5
 and a feed-forward net) is trained twice from the same start on the same strings, teacher-
 forced and on its own guesses. Prints the decoder passes a training step needs, the loss
 curves' steadiness, the held-out strings each writes alone, the teacher-forced decoder's
-totals with the gold prefix and alone; a verdict on each claim.
-Setup (choices; the page gives none): d = 32, one head, no positions (the rule is the same at
-every place), 50 steps of Adam (lr 0.01) on 64 strings, float64. Notes: week2/NOTES.md,
-section 19.
+totals with the gold prefix and after a slip (each trained number beside the band its claim
+needs); a verdict on each claim.
+Setup (choices; the page gives none): d = 32, one head (common/blocks.py's, causal mask), no
+positions (the rule is the same at every place), 50 steps of torch.optim.Adam (lr 0.01) on
+64 strings, float64. Notes: week2/NOTES.md, section 19.
 """
 import math
 import sys
@@ -24,11 +25,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.blocks import adam_state, adam_step, causal_mask
+from common.blocks import MultiHeadAttention, causal_mask, feed_forward
 from common.cli import SEED, int_range, knob, lesson_args
-from common.records import check, said
+from common.records import record, said
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 T = 6  # digits per string, and totals to write
@@ -37,16 +39,13 @@ D = 32  # d_model
 BATCH = 64  # strings per step
 STEPS = 50  # steps of training: enough for the teacher-forced decoder to write most totals right alone
 MAX_STEPS = 150  # --steps allows up to this; the held-out strings are none of that many steps' strings
-LR = 0.01  # Adam's learning rate
-BETAS, EPS = (0.9, 0.999), 1e-8  # Adam's (torch's defaults)
+LR = 0.01  # Adam's learning rate (torch's betas and eps)
 HELD_OUT = 500  # held-out strings, none of them in any training batch
 HELD_OUT_SEED = 12345  # their own generator, the same for every --seed
 LEARNED = 0.75  # a decoder has learned the task: above this share of totals right writing alone
 NOT_YET = 0.5  # it has not: below this share
 JUMP = 0.25  # a loss curve jumps: the loss rises more than this above its lowest so far
 SLIP_AT = 2  # the slip handed in: the total before place 3 (index 2) is off by one
-# [T, T]: -inf hides later places (week2/01)
-MASK = torch.zeros(T, T, dtype=torch.float64).masked_fill(causal_mask(T), -math.inf)
 
 
 def totals(x):
@@ -54,21 +53,41 @@ def totals(x):
     return x.cumsum(1) % 10
 
 
-def masked_self_attention(a, w):
-    """softmax(Q K^T / sqrt(d) + M) V W_O for a [N, T, d]: each place reads itself and the places before."""
-    Q, K, V = a @ w["W_Q"], a @ w["W_K"], a @ w["W_V"]  # [N, T, d] each
-    A = torch.softmax(Q @ K.transpose(1, 2) / math.sqrt(D) + MASK, dim=-1)  # [N, T, T], no look ahead
-    return (A @ V) @ w["W_O"]  # [N, T, d]
-
-
-def decoder(w, x, y_in, passes):
+class Decoder(nn.Module):
     """Scores for the total at every place, [N, T, 10], from the digits x [N, T] and the totals
-    before them y_in [N, T] (starting with <s>). One pass over all T places; passes[0] counts them."""
-    passes[0] += 1
-    h = w["E_y"][y_in] + w["E_x"][x]  # [N, T, d]: the total before, and this place's digit
-    h = h + masked_self_attention(F.layer_norm(h, (D,)), w)  # pre-norm, as the ELI5 block
-    h = h + torch.relu(F.layer_norm(h, (D,)) @ w["W_1"] + w["b_1"]) @ w["W_2"]  # the feed-forward net
-    return F.layer_norm(h, (D,)) @ w["W_out"]  # [N, T, 10]
+    before them y_in [N, T] (starting with <s>): one pre-norm block, as the ELI5 page's, with
+    one-head causal self-attention (each place reads itself and the places before). One call
+    is one pass over all T places; `passes` counts them."""
+
+    def __init__(self):
+        super().__init__()
+        self.E_y = nn.Embedding(START + 1, D)  # the total before (or <s>)
+        self.E_x = nn.Embedding(10, D)  # this place's digit
+        self.norm1, self.norm2, self.norm3 = nn.LayerNorm(D), nn.LayerNorm(D), nn.LayerNorm(D)
+        self.self_attn = MultiHeadAttention(D, 1, bias=False)  # softmax(Q K^T / sqrt(d) + M) V W_O
+        self.ffn = feed_forward(D, 2 * D)
+        self.read_out = nn.Linear(D, 10, bias=False)
+        self.passes = 0
+
+    def forward(self, x, y_in):
+        self.passes += 1
+        h = self.E_y(y_in) + self.E_x(x)  # [N, T, d]
+        h = h + self.self_attn(self.norm1(h), mask=causal_mask(T))[0]  # [N, T, d]: no look ahead
+        h = h + self.ffn(self.norm2(h))  # [N, T, d]: each place alone
+        return self.read_out(self.norm3(h))  # [N, T, 10]
+
+
+def starting_decoder(seed):
+    """The seed's start, as torch's layers draw it (embeddings N(0, 1), matrices uniform in
+    +-1/sqrt(fan_in)), the same for both trainings. Drawn in float64 (as week2/18's: float32
+    draws widened to float64 made trainings hang on the kernels' last bits)."""
+    torch.manual_seed(seed)
+    before = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    try:
+        return Decoder()
+    finally:
+        torch.set_default_dtype(before)
 
 
 def gold_prefix(y):
@@ -76,7 +95,7 @@ def gold_prefix(y):
     return torch.cat([torch.full((len(y), 1), START), y[:, :-1]], dim=1)
 
 
-def own_guesses(w, x, passes, given=None):
+def own_guesses(decoder, x, given=None):
     """[<s>, g_1, ..., g_(T-1)]: the decoder's own guesses, written one place at a time: the
     guess at place t needs the guesses before it, so T - 1 passes run one after another.
     given [N, k]: the first k inputs handed in instead ([<s>] if None)."""
@@ -86,28 +105,8 @@ def own_guesses(w, x, passes, given=None):
         y_in[:, :k] = given
     with torch.no_grad():
         for t in range(k, T):
-            y_in[:, t] = decoder(w, x, y_in, passes)[:, t - 1].argmax(-1)
+            y_in[:, t] = decoder(x, y_in)[:, t - 1].argmax(-1)
     return y_in
-
-
-# ---------------------------------------------------------------- the weights
-
-SHAPES = {"E_y": (11, D), "E_x": (10, D), "W_Q": (D, D), "W_K": (D, D), "W_V": (D, D), "W_O": (D, D),
-          "W_1": (D, 2 * D), "b_1": (2 * D,), "W_2": (2 * D, D), "W_out": (D, 10)}
-
-
-def starting_weights(seed):
-    """One vector of all weights: embeddings from N(0, 1), matrices from N(0, 1/fan_in), biases 0."""
-    g = torch.Generator().manual_seed(seed)
-    parts = [torch.zeros(shape, dtype=torch.float64) if name.startswith("b") else
-             torch.randn(shape, generator=g, dtype=torch.float64) / (1 if name.startswith("E") else math.sqrt(shape[0]))
-             for name, shape in SHAPES.items()]
-    return torch.cat([p.reshape(-1) for p in parts])
-
-
-def views(flat):
-    pieces = flat.split([math.prod(shape) for shape in SHAPES.values()])
-    return {name: piece.view(shape) for (name, shape), piece in zip(SHAPES.items(), pieces, strict=True)}
 
 
 # ---------------------------------------------------------------- training and measuring
@@ -128,32 +127,32 @@ def training_and_held_out(seed, steps=STEPS):
 
 def train(seed, batches, teacher_forced):
     """Adam from the seed's start; each step's decoder input is the gold prefix or the
-    decoder's own guesses. Returns the weights, the loss at every step, the passes per step."""
-    flat = starting_weights(seed).requires_grad_()
-    state, losses, passes = adam_state([flat]), [], [0]
-    for step, x in enumerate(batches, start=1):
+    decoder's own guesses. Returns the decoder, the loss at every step, the passes per step."""
+    decoder = starting_decoder(seed)
+    optimizer = torch.optim.Adam(decoder.parameters(), lr=LR)
+    losses = []
+    for x in batches:
         y = totals(x)
-        w = views(flat)
-        y_in = gold_prefix(y) if teacher_forced else own_guesses(w, x, passes)
-        loss = F.cross_entropy(decoder(w, x, y_in, passes).transpose(1, 2), y)
-        (grad,) = torch.autograd.grad(loss, flat)
-        with torch.no_grad():
-            adam_step([flat], [grad], state, step, LR, BETAS, EPS)
+        y_in = gold_prefix(y) if teacher_forced else own_guesses(decoder, x)
+        loss = F.cross_entropy(decoder(x, y_in).transpose(1, 2), y)  # scores [N, 10, T] against y [N, T]
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
         losses.append(loss.item())
-    return flat.detach(), losses, passes[0] / len(batches)
+    return decoder, losses, decoder.passes / len(batches)
 
 
-def written(flat, x):
+def written(decoder, x):
     """The totals right per place [N, T]: with the gold prefix, writing alone, and writing
     alone after one slip handed in (the total before place SLIP_AT + 1 off by one; from there
     on only the places after it count: [N, T - SLIP_AT])."""
-    w, y, passes = views(flat), totals(x), [0]
+    y = totals(x)
     slipped = gold_prefix(y)[:, :SLIP_AT + 1].clone()
     slipped[:, SLIP_AT] = (slipped[:, SLIP_AT] + 1) % 10
     with torch.no_grad():
-        with_gold = decoder(w, x, gold_prefix(y), passes).argmax(-1) == y
-        alone = decoder(w, x, own_guesses(w, x, passes), passes).argmax(-1) == y
-        after_slip = decoder(w, x, own_guesses(w, x, passes, slipped), passes).argmax(-1) == y
+        with_gold = decoder(x, gold_prefix(y)).argmax(-1) == y
+        alone = decoder(x, own_guesses(decoder, x)).argmax(-1) == y
+        after_slip = decoder(x, own_guesses(decoder, x, slipped)).argmax(-1) == y
     return with_gold, alone, after_slip[:, SLIP_AT:]
 
 
@@ -189,8 +188,8 @@ def lesson(args):
     batches, held_out = training_and_held_out(args.seed, steps)
     runs = {}
     for name, teacher_forced in (("tf", True), ("own", False)):
-        flat, losses, passes = train(args.seed, batches, teacher_forced)
-        with_gold, alone, after_slip = written(flat, held_out)
+        decoder, losses, passes = train(args.seed, batches, teacher_forced)
+        with_gold, alone, after_slip = written(decoder, held_out)
         runs[name] = {"passes": passes, "rise": largest_rise(losses), "alone": alone.double().mean().item(),
                       "whole": alone.all(1).double().mean().item(), "gold": with_gold.double().mean().item(),
                       "slips": (with_gold & ~alone).double().mean().item(),
@@ -202,63 +201,69 @@ def lesson(args):
     print(f"A small decoder writes total t from digit t and the total before it. Two copies, one start, "
           f"{steps} steps\nof Adam on the same {BATCH} strings a step: teacher-forced (the total before is the gold "
           "one) and on its\nown guesses (the total before is the one it wrote).")
-    print(f"\n{'':44}{'teacher-forced':>16}{'own guesses':>14}")
-    row("decoder passes one after another, a step", f"{tf['passes']:g}", f"{own['passes']:g}")
-    row(f"  in all {steps} steps", f"{tf['passes'] * steps:g}", f"{own['passes'] * steps:g}")
-    row(f"held-out strings ({len(held_out)}), writing alone:")
-    row("  totals right", share_band(tf["alone"]), share_band(own["alone"]))
-    row("  whole strings right", share_band(tf["whole"]), share_band(own["whole"]))
-    row("largest rise of the loss above its lowest", rise_band(tf["rise"]), rise_band(own["rise"]))
+    print(f"\n{'':42}{'teacher-forced':>25}{'own guesses':>25}")
+    print(f"{'decoder passes one after another, a step':42}{tf['passes']:>25g}{own['passes']:>25g}")
+    print(f"{f'  in all {steps} steps':42}{tf['passes'] * steps:>25g}{own['passes'] * steps:>25g}")
+    print(f"held-out strings ({len(held_out)}), writing alone:")
+    right, wrong = f"{tf['alone']:.1%}", f"{own['alone']:.1%}"
+    print(f"{'  totals right':42}{f'{right} (above {LEARNED:.0%})':>25}{f'{wrong} (below {NOT_YET:.0%})':>25}")
+    record("totals right writing alone, teacher-forced", tf["alone"] > LEARNED, value=tf["alone"],
+           threshold=f"above {LEARNED:.0%}", shown=right)
+    record("totals right writing alone, own guesses", own["alone"] < NOT_YET, value=own["alone"],
+           threshold=f"below {NOT_YET:.0%}", shown=wrong)
+    whole_tf, whole_own = f"{tf['whole']:.1%}", f"{own['whole']:.1%}"
+    print(f"{'  whole strings right':42}{whole_tf:>25}{whole_own:>25}")
+    record("whole strings right writing alone, teacher-forced", None, value=tf["whole"], shown=whole_tf,
+           why="the page counts totals; whole strings are shown, not judged")
+    record("whole strings right writing alone, own guesses", None, value=own["whole"], shown=whole_own,
+           why="the page counts totals; whole strings are shown, not judged")
+    rise_tf, rise_own = f"{tf['rise']:.3f}", f"{own['rise']:.3f}"
+    print(f"{'largest rise of the loss above its lowest':42}{f'{rise_tf} ({JUMP:g} or less)':>25}"
+          f"{f'{rise_own} (jump: above {JUMP:g})':>25}")
+    record("largest rise of the loss, teacher-forced", tf["rise"] <= JUMP, value=tf["rise"],
+           threshold=f"{JUMP:g} or less", shown=rise_tf)
+    record("largest rise of the loss, own guesses", None, value=own["rise"], threshold=f"jump: above {JUMP:g}",
+           shown=rise_own, why="the page's 'stable' pictures this curve jumping; judged in the stable verdict")
     print(f"  (the loss starts near {tf['start']:.1f}; a rise of more than {JUMP:g} would be a jump)")
 
     fast = learns_faster(tf, own)
-    check("teacher forcing makes training fast", f"Verdict: teacher forcing makes training fast: one pass a step, "
-          f"not {own['passes']:g}, and after {steps} steps\n  it writes above {LEARNED:.0%} of the totals right, "
-          f"the own-guesses decoder below {NOT_YET:.0%}: {said(fast)}", fast,
-          value=f"passes {tf['passes']:g} vs {own['passes']:g}; right alone {tf['alone']:.3f} vs {own['alone']:.3f}",
-          threshold=f"fewer passes; teacher-forced above {LEARNED:.0%}, own guesses below {NOT_YET:.0%}")
+    print(f"Verdict: teacher forcing makes training fast: one pass a step, not {own['passes']:g}, and after {steps} "
+          f"steps\n  it writes above {LEARNED:.0%} of the totals right, the own-guesses decoder below {NOT_YET:.0%}: "
+          f"{said(fast)}")
+    record("teacher forcing makes training fast", fast,
+           value=f"passes {tf['passes']:g} vs {own['passes']:g}; right alone {tf['alone']:.3f} vs {own['alone']:.3f}",
+           threshold=f"fewer passes; teacher-forced above {LEARNED:.0%}, own guesses below {NOT_YET:.0%}")
     steady = steadier(tf, own)
     words = {True: "only the own-guesses curve jumped", False: "the teacher-forced curve jumped",
              None: "neither curve jumped: not a difference at this size (on its own guesses it was\n  slower, "
                    "not jumpier)"}[steady]
-    check("teacher forcing makes training stable", f"Stable: {words}.", steady,
-          value=f"largest rise {tf['rise']:.3f} vs {own['rise']:.3f}",
-          threshold=f"a jump: a rise of more than {JUMP:g} above the lowest loss so far")
+    print(f"Stable: {words}.")
+    record("teacher forcing makes training stable", steady, value=f"largest rise {tf['rise']:.3f} vs {own['rise']:.3f}",
+           threshold=f"a jump: a rise of more than {JUMP:g} above the lowest loss so far")
 
     print("\nThe mismatch, in the teacher-forced decoder (it trained only on gold prefixes):")
-    row("  totals right with the gold prefix", share_band(tf["gold"]))
-    row("  totals right writing alone", share_band(tf["alone"]))
-    row("  right with the gold prefix, wrong alone", slip_band(tf["slips"]))
-    row(f"  right from place {SLIP_AT + 1} on, after one slip", share_band(tf["after slip"]))
+    gold, slips, after = f"{tf['gold']:.1%}", f"{tf['slips']:.1%}", f"{tf['after slip']:.1%}"
+    print(f"{'  totals right with the gold prefix':42}{f'{gold} (above {LEARNED:.0%})':>25}")
+    record("totals right with the gold prefix, teacher-forced", tf["gold"] > LEARNED, value=tf["gold"],
+           threshold=f"above {LEARNED:.0%}", shown=gold)
+    print(f"{'  right with the gold prefix, wrong alone':42}{slips:>25}")
+    record("totals right with the gold prefix and wrong alone, teacher-forced", None, value=tf["slips"],
+           shown=slips, why="shown, not judged: the mismatch shows after a slip")
+    print(f"{f'  right from place {SLIP_AT + 1} on, after one slip':42}{f'{after} (below {NOT_YET:.0%})':>25}")
+    record("totals right after one slip, teacher-forced", tf["after slip"] < NOT_YET, value=tf["after slip"],
+           threshold=f"below {NOT_YET:.0%}", shown=after)
     print(f"  (the slip: the total before place {SLIP_AT + 1} handed in off by one, as its own slips would be; "
           "a wrong\n   total before never came up in training, and the rule it learned carries the slip on)")
     shows = mismatch_shows(tf)
-    check("teacher forcing does not remove the mismatch", "Verdict: teacher forcing does not remove the training-"
-          f"versus-inference mismatch:\n  above {LEARNED:.0%} right with the gold prefix, below {NOT_YET:.0%} after "
-          f"one slip of its kind: {said(shows)}", shows,
-          value=f"gold prefix {tf['gold']:.3f}, after a slip {tf['after slip']:.3f}",
-          threshold=f"gold prefix above {LEARNED:g}; after a slip below {NOT_YET:g}")
+    print("Verdict: teacher forcing does not remove the training-versus-inference mismatch:\n"
+          f"  above {LEARNED:.0%} right with the gold prefix, below {NOT_YET:.0%} after one slip of its kind: "
+          f"{said(shows)}")
+    record("teacher forcing does not remove the mismatch", shows,
+           value=f"gold prefix {tf['gold']:.3f}, after a slip {tf['after slip']:.3f}",
+           threshold=f"gold prefix above {LEARNED:g}; after a slip below {NOT_YET:g}")
 
 
-# ---------------------------------------------------------------- optional: knobs, Try it, wording
-
-def row(label, left="", right=""):
-    print(f"{label:44}{left:>16}{right:>14}".rstrip())
-
-
-def share_band(share):
-    if share < NOT_YET:
-        return f"below {NOT_YET:.0%}"
-    return f"above {LEARNED:.0%}" if share > LEARNED else f"{NOT_YET:.0%} to {LEARNED:.0%}"
-
-
-def slip_band(share):
-    return "below 1%" if share < 0.01 else "1% or more"
-
-
-def rise_band(rise):
-    return f"above {JUMP:g}" if rise > JUMP else f"{JUMP:g} or less"
-
+# ---------------------------------------------------------------- optional: knobs and Try it
 
 DESCRIPTION = ("One small decoder trained teacher-forced and on its own guesses: passes per step, steadiness, "
                "held-out strings, and the mismatch that remains (Week 2, section 1).")
