@@ -181,19 +181,30 @@ def split_records(raw):
 
 def banded(text, records):
     """(text with each `shown` number replaced by its record's band, ‹band›; the problems).
-    A record's number is looked for in the lines printed before it, nearest first, as a whole
-    value outside a band already put in; in a line, the first such place. A training's
-    numbers differ from CPU to CPU; their bands, and so this text, do not."""
+    A record's number is looked for in the nearest line printed before it that holds it as a
+    whole value (outside a band already put in). There it is the place followed by its band,
+    "0.084 (below 0.5)", or else the only place: a number that stands twice in its line, with
+    no band after either, could be read in the wrong place, and is refused by name. A
+    training's numbers differ from CPU to CPU; their bands, and so this text, do not."""
     lines, problems = text.splitlines(keepends=True), []
     for r in records:
         if "shown" not in r:
             continue
+        band = r.get("threshold") or "not judged"
         pattern = re.compile(rf"(?<![\w.+-]){re.escape(r['shown'])}(?![\w.])")
         for n in range(min(r.get("at", len(lines)), len(lines)) - 1, -1, -1):
-            hidden = re.sub(r"‹[^›]*›", lambda band: "\0" * len(band.group()), lines[n])  # bands already in
-            if found := pattern.search(hidden):
-                lines[n] = f"{lines[n][:found.start()]}‹{r.get('threshold') or '-'}›{lines[n][found.end():]}"
-                break
+            hidden = re.sub(r"‹[^›]*›", lambda placed: "\0" * len(placed.group()), lines[n])  # bands already in
+            places = list(pattern.finditer(hidden))
+            if not places:
+                continue
+            beside = [p for p in places if hidden[p.end():].startswith(f" ({band}")]
+            if beside or len(places) == 1:
+                where = (beside or places)[0]
+                lines[n] = f"{lines[n][:where.start()]}‹{band}›{lines[n][where.end():]}"
+            else:
+                problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, which stands {len(places)} times "
+                                f"in its line: print its band right after it, \"{r['shown']} ({band})\"")
+            break
         else:
             problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, but no line printed before it "
                             "holds that value: print the number before recording it, with the same text")

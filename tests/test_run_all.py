@@ -494,13 +494,21 @@ def test_a_counted_number_that_is_not_where_its_record_says_is_refused_by_name(r
     assert code == 1 and 'the check "totals right" shows \'96.4%\', but no line printed before it' in out, out
 
 
-def test_bands_are_placed_nearest_first_and_never_inside_another_band():
-    text = "a 50% (above 50%)\nb 50% and 50%\n"
+def test_bands_are_placed_nearest_first_beside_their_band_and_never_inside_another():
+    text = "a 50% (above 50%)\nb size 1.00, loss 1.00 (below 2.0), 1.00 (below 2.0)\n"
     records = [{"name": "a", "shown": "50%", "threshold": "above 50%", "at": 1},
-               {"name": "b", "shown": "50%", "threshold": "at most 50%", "at": 2},
-               {"name": "c", "shown": "50%", "threshold": "at least 50%", "at": 2}]
+               {"name": "b", "shown": "1.00", "threshold": "below 2.0", "at": 2},
+               {"name": "c", "shown": "1.00", "threshold": "below 2.0", "at": 2}]
     assert run_all.banded(text, records) == (
-        "a ‹above 50%› (above 50%)\nb ‹at most 50%› and ‹at least 50%›\n", [])
+        "a ‹above 50%› (above 50%)\nb size 1.00, loss ‹below 2.0› (below 2.0), ‹below 2.0› (below 2.0)\n", [])
+
+
+def test_a_number_that_stands_twice_in_its_line_without_its_band_is_refused_by_name():
+    """Read in the first place, a loss of 1.00 would land in the size column on some CPU."""
+    compared, problems = run_all.banded("size 1.00, loss 1.00\n", [{"name": "loss", "shown": "1.00", "at": 1,
+                                                                    "threshold": "below 2.0"}])
+    assert compared == "size 1.00, loss 1.00\n"
+    assert 'the check "loss" shows \'1.00\', which stands 2 times' in problems[0]
 
 
 def test_records_are_taken_out_of_the_output_where_they_were_made():

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.cli import SEED, float_range, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, float_range, int_range, knob
 from common.printing import readable
 from common.records import record, said
 
@@ -241,8 +241,11 @@ TRY_IT = [("--lr 0.1", "both heads at a 10 times smaller rate: the unscaled one 
           ("--seed 7", "other starting weights and batches: the same picture")]
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
+LESSON = Lesson(__file__, page=("week1", 4), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

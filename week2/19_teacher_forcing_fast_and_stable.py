@@ -26,7 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import MultiHeadAttention, causal_mask, feed_forward
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.records import record, said
 
 import torch
@@ -274,8 +274,11 @@ TRY_IT = [("--steps 150", "three times the steps: on its own guesses the decoder
           ("--seed 7", "another start and other strings: the same picture")]
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
+LESSON = Lesson(__file__, page=("week2", 1), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":

@@ -24,7 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.blocks import feed_forward
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.records import record, said
 
 import torch
@@ -195,8 +195,11 @@ TRY_IT = [("--warmup 1", "a warm-up of one step is none: the two higher-rate tra
           ("--seed 7", "another start, other batches and directions: the same four outcomes")]
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT))
+LESSON = Lesson(__file__, page=("week2", 7), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT)
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":
