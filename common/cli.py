@@ -235,9 +235,3 @@ class Lesson:
         args.at_defaults = at_defaults(parser, args, ignore=self.print_only)
         return args
 
-
-def lesson_args(script, description, knobs, try_it, *, figure=None, live=None, limits=None, print_only=(),
-                argv=None):
-    """The earlier form of Lesson(...).args(argv): kept only until every lesson declares a LESSON."""
-    return Lesson(script, (), description, tuple(knobs), tuple(try_it), figure, live, False, limits,
-                  tuple(print_only)).args(argv)

@@ -33,7 +33,7 @@ DPI = 100
 def figure_path(args, default):
     """Where this run saves its figure: --figure if given; else `default` (a path inside the
     repo; under the check, the same place under $LESSONS_OUTPUT_ROOT) when the run is at its
-    defaults (args.at_defaults, from common.cli.lesson_args: --live is never a knob, and
+    defaults (args.at_defaults, from the lesson's LESSON.args: --live is never a knob, and
     knobs that change only what is printed do not count); else None (not saved)."""
     if args.figure is not None:
         return args.figure

@@ -22,7 +22,6 @@ import importlib.util
 import io
 import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -47,8 +46,7 @@ VALUES = 6  # positions per slider, across its range
 
 def live_lessons(only=()):
     return {name: path for name, path in run_all.discover().items()
-            if re.search(r"add_live\(|lesson_args\(.*live=", path.read_text(encoding="utf-8"), flags=re.S)
-            and (not only or any(o in name for o in only))}
+            if load(name, path).LESSON.live and (not only or any(o in name for o in only))}
 
 
 def load(name, path):
@@ -117,7 +115,7 @@ def run_main(module, path, argv):
     handed = []
     module.show = lambda build, *args: handed.append((build, args))
     module.need_window = lambda parser, saves=False: None  # the backend is already chosen
-    saved, live.need_window = (sys.argv, live.need_window), lambda parser, saves=False: None  # (where lesson_args asks)
+    saved, live.need_window = (sys.argv, live.need_window), lambda parser, saves=False: None  # (where LESSON.args asks)
     sys.argv = [str(path), *argv]
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
@@ -179,7 +177,7 @@ def bench(backend, only, rounds):
     rows = {}
     try:
         for name, path in live_lessons(only).items():
-            training = "TrainingWindow(" in path.read_text(encoding="utf-8")
+            training = load(name, path).LESSON.training
             times, refs, by_control = (bench_training if training else bench_view)(name, path, rounds)
             rows[name] = {"moves": len(times), "median": statistics.median(times), "worst": max(times),
                           "reference": statistics.median(refs), "training": training,

@@ -17,7 +17,6 @@ setting), as many at once as there are CPUs, the slowest first. The tests that r
 go first, while the runs do, so both CPUs stay busy. A run that several tests read (a
 training at its defaults, or at a flip setting) runs once.
 """
-import argparse
 import atexit
 import contextlib
 import importlib.util
@@ -275,35 +274,10 @@ def load_script(name):
     return module
 
 
-class _Parsed(Exception):
-    """Raised in place of parse_args, carrying the parser a lesson's main() built."""
-
-
-def lesson_parser(name):
-    """The argparse parser of one lesson, and the joint size limit its main() hands lesson_args
-    (limits(args): None, or why not; None if it has none): its main() runs up to parse_args,
-    and stops there."""
-    def stop(parser, *args, **kwargs):
-        raise _Parsed(parser)
-
-    module, handed = load_script(name), {}
-    if hasattr(module, "LESSON"):  # what the lesson declares: no need to run it
-        return module.LESSON.parser(), module.LESSON.limits
-
-    def keep_limits(*args, limits=None, **kwargs):
-        handed["limits"] = limits
-        return lesson_args(*args, limits=limits, **kwargs)
-
-    lesson_args, module.lesson_args = module.lesson_args, keep_limits
-    saved_parse, saved_argv = argparse.ArgumentParser.parse_args, sys.argv
-    argparse.ArgumentParser.parse_args, sys.argv = stop, [str(SCRIPTS[name])]
-    try:
-        module.main()
-    except _Parsed as parsed:
-        return parsed.args[0], handed.get("limits")
-    finally:
-        argparse.ArgumentParser.parse_args, sys.argv = saved_parse, saved_argv
-    raise AssertionError(f"{name}'s main() never parsed its arguments")
+def lesson_declared(name):
+    """What lesson `name` declares about itself (its LESSON: flags, ranges, Try it, figure, live
+    view, training), read without running it."""
+    return load_script(name).LESSON
 
 
 def try_it_commands(help_text, path):
@@ -314,9 +288,9 @@ def try_it_commands(help_text, path):
     return [words[[i for i, w in enumerate(words) if w.endswith(path.name)][0] + 1:] for words in commands]
 
 
-PARSERS, LIMITS = {}, {}  # each lesson's parser, and its joint size limit (or None)
-for _name in SCRIPTS:
-    PARSERS[_name], LIMITS[_name] = lesson_parser(_name)
+LESSONS = {name: lesson_declared(name) for name in SCRIPTS}
+PARSERS = {name: lesson.parser() for name, lesson in LESSONS.items()}  # each lesson's parser
+LIMITS = {name: lesson.limits for name, lesson in LESSONS.items()}  # its joint size limit (or None)
 # Every "Try it" suggestion of every script, as --help prints it: a declared run each.
 TRY_ITS = {name: [lesson_run(name, *argv) for argv in try_it_commands(PARSERS[name].format_help(), SCRIPTS[name])]
            for name in SCRIPTS}

@@ -1,6 +1,6 @@
 """The shared pieces every lesson uses: one call for its command line, the words of a
 verdict, and the records a check hands run_all."""
-from common.cli import int_range, knob, lesson_args, too_big
+from common.cli import Lesson, int_range, knob, too_big
 from common.records import MARK, collected, record, said
 
 import pytest
@@ -10,7 +10,7 @@ KNOBS = [knob("--size", type=int_range(1, 100), default=4, help="a size"),
 
 
 def parse(*argv, **options):
-    return lesson_args(__file__, "a lesson", KNOBS, [("--size 9", "a bigger one")], argv=list(argv), **options)
+    return Lesson(__file__, ("week1", 1), "a lesson", KNOBS, [("--size 9", "a bigger one")], **options).args(argv)
 
 
 def test_one_call_parses_the_knobs_and_knows_the_pages_settings():

@@ -61,12 +61,12 @@ def test_where_a_default_run_saves_and_how_it_names_the_file(tmp_path, monkeypat
     set), at the same relative place under the check's folder. The `saved` line names the file
     from the folder the script was run in."""
     from common import OUTPUT_ROOT, REPO_ROOT
-    from common.cli import int_range, knob, lesson_args
+    from common.cli import Lesson, int_range, knob
     from common.figures import figure_path, plt, save_figure
 
     def parse(*argv):
-        return lesson_args(__file__, "a lesson", [knob("--size", type=int_range(1, 9), default=4, help="a size")],
-                           [], figure="a figure", argv=list(argv))
+        return Lesson(__file__, ("week1", 1), "a lesson", [knob("--size", type=int_range(1, 9), default=4,
+                                                                help="a size")], figure="a figure").args(argv)
     committed = REPO_ROOT / "week2" / "figures" / "causal_mask.png"
     monkeypatch.delenv(OUTPUT_ROOT, raising=False)
     assert figure_path(parse(), committed) == committed

@@ -26,10 +26,10 @@ import numpy as np
 import pytest
 
 import run_all
-from tests.conftest import PARSERS, SCRATCH, SCRIPTS, lesson_run, load_script
+from tests.conftest import LESSONS, SCRATCH, SCRIPTS, lesson_run, load_script
 
-LIVE = [name for name in SCRIPTS if any("--live" in action.option_strings for action in PARSERS[name]._actions)]
-TRAININGS = [name for name in LIVE if "TrainingWindow(" in SCRIPTS[name].read_text(encoding="utf-8")]
+LIVE = [name for name in SCRIPTS if LESSONS[name].live]
+TRAININGS = [name for name in LIVE if LESSONS[name].training]
 SLIDERS = [name for name in LIVE if name not in TRAININGS]  # windows with widgets
 
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import REPO_ROOT, run
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, show
 from common.progress import Progress
@@ -652,9 +652,13 @@ def live_training(steps, look_back):
     return View(fig, blit=blit), redraw
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP, live=LIVE, limits=limits,
-                       print_only=("table",))
+LESSON = Lesson(__file__, page=("week1", 1), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT,
+                figure=FIGURE_HELP, live=LIVE, training=True, limits=limits,
+                print_only=("table",))
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     window = TrainingWindow(live_training, args.steps, args.look_back) if args.live else None
     accuracy, rows, example_alpha = lesson(args, window)
     if args.live:

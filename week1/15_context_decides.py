@@ -28,7 +28,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import REPO_ROOT, run
 from common.blocks import adam_state, adam_step
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, show
 from common.progress import Progress
@@ -655,8 +655,12 @@ FIGURE_HELP = ("where to save the figure (a default run saves it in build/figure
 LIVE = "pick the adjective and the noun pair: where \"it\" looks, and the answer"
 
 
-def main():
-    args = lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP, live=LIVE)
+LESSON = Lesson(__file__, page=("eli5", 1), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT,
+                figure=FIGURE_HELP, live=LIVE)
+
+
+def main(argv=None):
+    args = LESSON.args(argv)
     model = lesson(args)
     if args.live:
         show(live_view, model, args.hide_adjective, args.adjectives[0])

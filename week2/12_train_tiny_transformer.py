@@ -29,7 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import REPO_ROOT, run
 from common.blocks import adam_state, adam_step, causal_mask, sinusoidal_pe
-from common.cli import SEED, int_range, knob, lesson_args
+from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, show
 from common.printing import n_params
@@ -884,9 +884,13 @@ def live_training(steps, held_src, held_tgt, causal):
     return View(fig, blit=blit), redraw
 
 
-def main():
-    return lesson(lesson_args(__file__, DESCRIPTION, KNOBS, TRY_IT, figure=FIGURE_HELP, live=LIVE,
-                              print_only=("table",)))
+LESSON = Lesson(__file__, page=("week2", 8), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT,
+                figure=FIGURE_HELP, live=LIVE, training=True,
+                print_only=("table",))
+
+
+def main(argv=None):
+    return lesson(LESSON.args(argv))
 
 
 if __name__ == "__main__":
