@@ -64,9 +64,8 @@ ROOT = Path(__file__).resolve().parent
 NOISE_CEILING = 1e-6
 NOISE_LINE = re.compile(r"^(max \|.+\|=)(\S*)$")
 # OMP_WAIT_POLICY=PASSIVE: the threads of torch's kernels sleep while they wait instead of
-# spinning, so scripts run side by side do not burn each other's CPU (measured under load: a
-# 0.14 s lesson took 0.7 to 13 CPU seconds spinning; the whole check 54 to 78 s against 26
-# to 50 s). It changes no number any script prints.
+# spinning, so scripts run side by side do not burn each other's CPU. It changes no number
+# any script prints.
 FIXED_ENV = {"MPLBACKEND": "Agg", "PYTHONHASHSEED": "0", "PYTHONIOENCODING": "utf-8", "PYTHONUTF8": "1",
              "OMP_WAIT_POLICY": "PASSIVE"}
 # torch._dynamo: building a torch.optim optimizer imports it (about a second), once per run
@@ -394,9 +393,8 @@ def serve():
     for name in PRELOAD:
         importlib.import_module(name)
     # Every object imported so far is set aside from the collector: a child's collections then
-    # skip them, and do not copy the server's pages to update them (Python's gc.freeze advice for
-    # a fork without exec; measured, 4 lessons run 3 times each, 6 alternating rounds: 13.4 CPU
-    # seconds against 14.5 on average, within the machine's noise of each other).
+    # skip them, and do not copy the server's memory pages to update them (Python's advice for
+    # gc.freeze before a fork without exec).
     gc.collect()
     gc.freeze()
     wake_r, wake_w = os.pipe()  # SIGCHLD wakes the select() below through this pipe

@@ -9,6 +9,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from common import live as windows  # (a lesson's --live: its window, or its view inline in a notebook)
 from common import shown
 
 # What one run may hold and do. A run over either limit is refused before it starts.
@@ -202,15 +203,13 @@ class Lesson:
 
     def parser(self):
         """The lesson's argument parser (nothing is parsed)."""
-        from common.live import add_live
-
         parser = lesson_parser(self.script, self.description, self.try_it)
         for flag in self.knobs:
             parser.add_argument(*flag.flags, **flag.options)
         if self.figure is not None:
             parser.add_argument("--figure", type=png_path, default=None, help=self.figure)
         if self.live is not None:
-            add_live(parser, self.live)
+            windows.add_live(parser, self.live)
         return parser
 
     def args(self, argv=None):
@@ -220,8 +219,6 @@ class Lesson:
         A bad value or a combination too big to run is a one-line usage error, before any
         work; so is --live where no window can open. Returns the arguments, with
         args.at_defaults: every knob but print_only at its default (the page's setup)."""
-        from common.live import need_window
-
         parser = self.parser()
         if argv is None:
             ran = bool(sys.argv and sys.argv[0]) and Path(sys.argv[0]).resolve() == Path(self.script).resolve()
@@ -231,7 +228,7 @@ class Lesson:
         if problem:
             parser.error(problem)
         if getattr(args, "live", False):
-            need_window(parser, saves=self.figure is not None)
+            windows.need_window(parser, saves=self.figure is not None)
         args.at_defaults = at_defaults(parser, args, ignore=self.print_only)
         return args
 

@@ -114,14 +114,12 @@ def run_main(module, path, argv):
     """The lesson's main() with argv, its lines thrown away; returns what it handed show()."""
     handed = []
     module.show = lambda build, *args: handed.append((build, args))
-    module.need_window = lambda parser, saves=False: None  # the backend is already chosen
-    saved, live.need_window = (sys.argv, live.need_window), lambda parser, saves=False: None  # (where LESSON.args asks)
-    sys.argv = [str(path), *argv]
+    saved, live.need_window = live.need_window, lambda parser, saves=False: None  # (Lesson.args asks common.live)
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-            module.main()
+            module.main(argv)
     finally:
-        sys.argv, live.need_window = saved
+        live.need_window = saved
     return handed
 
 

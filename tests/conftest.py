@@ -253,9 +253,8 @@ def main_in_process(module, *argv, **replace):
     with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
         for attribute, value in replace.items():
             monkeypatch.setattr(module, attribute, value)
-        monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
         with contextlib.redirect_stdout(out):
-            module.main()
+            module.main(list(argv))
     return out.getvalue(), {r["name"]: r for r in records}
 
 

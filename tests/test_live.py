@@ -41,8 +41,7 @@ def close_figures():
 
 def printed(monkeypatch, capsys, name, *argv):
     """What the lesson prints for these arguments (its main() run in-process, no window)."""
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
-    load_script(name).main()
+    load_script(name).main(list(argv))
     return capsys.readouterr().out
 
 
@@ -64,21 +63,20 @@ def run_live(name, *argv):
             self.last = state
             super().watch(*state, last=last)
 
-    module.need_window = lambda parser, saves=False: None  # (a lesson that checks for a window itself)
     module.show = lambda build, *args: handed.append((build, args))
     module.TrainingWindow = Watched
-    saved = sys.argv, os.environ.get(OUTPUT_ROOT), live.need_window
-    sys.argv, os.environ[OUTPUT_ROOT] = [str(SCRIPTS[name]), *argv, "--live"], str(SCRATCH / "live_runs")
-    live.need_window = lambda parser, saves=False: None  # (Lesson.args checks for a window through common.live)
+    saved = os.environ.get(OUTPUT_ROOT), live.need_window
+    os.environ[OUTPUT_ROOT] = str(SCRATCH / "live_runs")
+    live.need_window = lambda parser, saves=False: None  # (Lesson.args asks common.live whether a window can open)
     try:
         with contextlib.redirect_stdout(io.StringIO()) as out:
-            module.main()
+            module.main([*argv, "--live"])
     finally:
-        sys.argv, live.need_window = saved[0], saved[2]
-        if saved[1] is None:
+        live.need_window = saved[1]
+        if saved[0] is None:
             del os.environ[OUTPUT_ROOT]
         else:
-            os.environ[OUTPUT_ROOT] = saved[1]
+            os.environ[OUTPUT_ROOT] = saved[0]
     (build, args), = handed
     return module, out.getvalue(), build, args, windows
 

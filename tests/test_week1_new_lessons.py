@@ -3,7 +3,6 @@ verdict they print flips when a wrong implementation or the other world is fed t
 the script's own code (main() run in-process with one function swapped)."""
 import math
 import re
-import sys
 
 import numpy as np
 import pytest
@@ -11,7 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from tests.conftest import SCRIPTS, load_script, main_in_process, main_outcomes
+from tests.conftest import load_script, main_in_process, main_outcomes
 
 
 def run_main(monkeypatch, capsys, module, name, *argv):
@@ -20,9 +19,8 @@ def run_main(monkeypatch, capsys, module, name, *argv):
     some record contradicts the page, and a verdict is "not tested" only beside such a record."""
     from common.records import collected
 
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
     with collected() as records:
-        module.main()
+        module.main(list(argv))
     out = capsys.readouterr().out
     outcomes = {r["outcome"] for r in records}
     assert records and outcomes <= {"upholds the page", "contradicts the page", "not tested here"}
@@ -332,9 +330,8 @@ def week1_04_outcomes(monkeypatch, *argv, **replace):
     module = load_script("week1/04_encoder_parameter_count")
     for name, value in replace.items():
         monkeypatch.setattr(module, name, value)
-    monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
     with collected() as got:
-        module.main()
+        module.main(list(argv))
     return {r["name"]: r["outcome"] for r in got}
 
 

@@ -1,6 +1,5 @@
 """week2/13 to week2/17: each verdict flips when a wrong implementation, or the other world,
 goes through the script's own code; and every "Try it" suggestion runs as printed."""
-import sys
 
 import pytest
 import torch
@@ -18,10 +17,9 @@ def run_main(name, argv, monkeypatch, capsys, **replace):
     module = load_script(name)
     for attribute, value in replace.items():
         monkeypatch.setattr(module, attribute, value)
-    monkeypatch.setattr(sys, "argv", [str(SCRIPTS[name]), *argv])
     threads = torch.get_num_threads()
     try:
-        status = module.main()
+        status = module.main(list(argv))
     finally:
         torch.set_num_threads(threads)  # week2/15 runs on one thread; give the rest of the session its own
     verdicts = [line for line in capsys.readouterr().out.splitlines() if line.startswith("Verdict")]
@@ -218,10 +216,9 @@ def test_train_and_evaluation_lines_flip_for_a_norm_that_behaves_otherwise(monke
     module = load_script("week2/04_norm_axes")
     real = module.nn.BatchNorm1d
     monkeypatch.setattr(module.nn, "BatchNorm1d", lambda *a, **k: real(*a, **{**k, "track_running_stats": False}))
-    monkeypatch.setattr(sys, "argv", [module.__file__, "--figure", "/dev/null.png"])
     monkeypatch.setattr(module, "save_figure", lambda fig, path: "figure skipped")
     with collected() as got:
-        module.main()
+        module.main(["--figure", "/dev/null.png"])
     outcomes = {r["name"]: r["outcome"] for r in got}
     assert outcomes["BatchNorm in evaluation uses its running statistics"] == "contradicts the page"
     assert outcomes["LayerNorm is the same computation in training and evaluation"] == "upholds the page"
@@ -238,9 +235,8 @@ def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(mon
 
     module = load_script("week2/03_sinusoidal_pe")
     real = module.sinusoidal_pe
-    monkeypatch.setattr(sys, "argv", [module.__file__])
     with collected() as got:
-        module.main()
+        module.main([])
     assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "upholds the page"
 
     def periodic(max_len, d):
@@ -250,7 +246,7 @@ def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(mon
     monkeypatch.setattr(module, "sinusoidal_pe", lambda max_len, d: periodic(max_len, d) if max_len > 2 else
                         real(max_len, d))
     with collected() as got:
-        module.main()
+        module.main([])
     assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "contradicts the page"
 
 
@@ -262,9 +258,8 @@ def smoothing_outcome(monkeypatch, *argv, **replace):
     module = load_script("week2/05_label_smoothing")
     for name, value in replace.items():
         monkeypatch.setattr(module, name, value)
-    monkeypatch.setattr(sys, "argv", [module.__file__, *argv])
     with collected() as got:
-        module.main()
+        module.main(list(argv))
     return {r["name"]: r["outcome"] for r in got}["label smoothing stops the model from becoming over-confident"]
 
 
