@@ -18,7 +18,7 @@ MAX_NUMBERS = 32_000_000  # numbers in the largest array: 256 MB in float64, so 
 MAX_WORK = 2_000_000_000  # multiply-adds in the whole run: a few seconds on a laptop CPU
 
 
-class _Range:
+class Range:
     """An argparse type: a number in lo..hi, shown as its range in --help."""
 
     def __init__(self, kind, lo, hi, hi_open=False):
@@ -45,12 +45,12 @@ class _Range:
 
 def int_range(lo, hi):
     """Integers lo..hi inclusive."""
-    return _Range(int, lo, hi)
+    return Range(int, lo, hi)
 
 
 def float_range(lo, hi):
     """Finite numbers lo <= x < hi."""
-    return _Range(float, lo, hi, hi_open=True)
+    return Range(float, lo, hi, hi_open=True)
 
 
 SEED = int_range(0, 2**32 - 1)
@@ -83,7 +83,7 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
 
     def _get_help_string(self, action):
         extras = []
-        if isinstance(action.type, _Range):
+        if isinstance(action.type, Range):
             extras.append(str(action.type))
         if action.option_strings and not any(action.default is x for x in (None, False, argparse.SUPPRESS)):
             default = action.default

@@ -6,52 +6,52 @@ import re
 import subprocess
 import sys
 
-from common.cli import _Range
+from common.cli import Range
 
 import pytest
 
 import run_all
-from tests.conftest import LIMITS, PARSERS, SCRIPTS, TRY_ITS, lesson_run, try_it_commands
+from tests.conftest import LESSONS, LIMITS, PARSERS, SCRIPTS, TRY_ITS, lesson_run, try_it_commands
 
-# One bad command line per script; a new script needs an entry here.
-BAD_ARGS = {
-    "week1/01_attention_from_scratch": ["--d-k", "0"],
+
+def bad_value(lesson):
+    """A command line with one value outside what the lesson declares: just past the first
+    flag's range, or a choice it does not offer; a stray word where it declares no flag."""
+    for knob in lesson.knobs:
+        kind, count = knob.options.get("type"), knob.options.get("nargs") or 1
+        if isinstance(kind, Range):  # an integer range includes its end, a float range does not
+            past = kind.hi + 1 if kind.kind is int else kind.hi
+            return [knob.flags[-1], *[str(past)] * (count if isinstance(count, int) else 1)]
+        if knob.options.get("choices"):
+            return [knob.flags[-1], *["no-such-choice"] * (count if isinstance(count, int) else 1)]
+    return ["a-stray-word"]
+
+
+# Command lines a lesson refuses for a reason of its own (a joint constraint, a value that is
+# not a number, a missing value, a value its range excludes inside), besides the value past a
+# range that every lesson gets.
+SPECIAL_BAD_ARGS = {
     "week1/02_dot_product_variance": ["--pairs", "lots"],
     "week1/03_multihead_shape_check": ["--d-model", "10", "--heads", "4"],
-    "week1/04_encoder_parameter_count": ["--d-ff", "-1"],
     "week1/05_additive_attention": ["--seed", "-3"],
-    "week1/06_worked_examples": ["section-2"],
     "week1/07_eli5_one_block": ["--d-model", "6", "--heads", "4"],
     "week1/08_mistakes_shown": ["--seed", "1.5"],
-    "week1/09_bottleneck_experiment": ["--max-len", "4"],
-    "week1/10_slow_chain_path_length": ["--max-len", "8"],
     "week1/11_softmax_saturation": ["--d-k", "64"],
-    "week1/12_attention_shapes": ["--d-v", "0"],
     "week1/13_ffn_needs_relu": ["--inputs", "3"],
     "week1/14_parameters_vs_length": ["--short", "500", "--long", "5"],
     "week1/15_context_decides": ["--adjectives", "tired", "purple"],
-    "week1/16_heads_take_roles": ["--heads", "3"],
     "week1/17_unscaled_scores_stall": ["--d-k", "8"],
     "week2/01_causal_mask": ["--seq-len", "6"],
     "week2/02_cross_attention_shapes": ["--heads", "3"],
     "week2/03_sinusoidal_pe": ["--d-model", "15"],
     "week2/04_norm_axes": ["--seed", "x"],
     "week2/05_label_smoothing": ["--logits", "nan", "1", "2"],
-    "week2/06_warmup_schedule": ["--warmup", "0"],
-    "week2/07_decoder_parameter_count": ["--vocab", "0"],
     "week2/08_teacher_forcing": ["--gold", "0", "1", "2"],
-    "week2/09_worked_examples": ["--verbose"],
-    "week2/10_eli5_causal_self_attention": ["--seq", "0"],
     "week2/11_mistakes_shown": ["--seed"],
-    "week2/12_train_tiny_transformer": ["--task", "sort"],
     "week2/13_count_without_biases": ["--heads", "3"],
     "week2/14_positions_beyond_training": ["--d-model", "5"],
-    "week2/15_residual_gradient_depth": ["--scale", "4"],
     "week2/16_batchnorm_padding": ["--batch", "1", "--tokens", "1"],
     "week2/17_post_norm_decoder_layer": ["--d-model", "10", "--heads", "4"],
-    "week2/18_deep_stacks_train": ["--depth", "25"],
-    "week2/19_teacher_forcing_fast_and_stable": ["--steps", "500"],
-    "week2/20_warmup_not_universal": ["--warmup", "0"],
 }
 
 # Sizes each within its range that together would need gigabytes or minutes.
@@ -82,13 +82,10 @@ def git_status():
 
 GIT_STATUS_BEFORE = git_status()  # taken at import, before any declared run has started
 HELP = {name: lesson_run(name, "--help") for name in SCRIPTS}
-BAD = {name: lesson_run(name, *BAD_ARGS.get(name, ["--no-such-flag"])) for name in SCRIPTS}
+BAD = {name: lesson_run(name, *bad_value(LESSONS[name])) for name in SCRIPTS}
+SPECIAL = {name: lesson_run(name, *argv) for name, argv in SPECIAL_BAD_ARGS.items()}
 UNKNOWN = {name: lesson_run(name, "--no-such-flag") for name in SCRIPTS}
 ALL_TRY_ITS = [run for runs in TRY_ITS.values() for run in runs]
-
-
-def test_every_script_has_a_bad_value_case():
-    assert set(BAD_ARGS) == set(SCRIPTS)
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(HELP[name])) for name in SCRIPTS])
@@ -116,16 +113,19 @@ def test_no_try_it_suggestion_rewrites_a_committed_file(runs):
     assert git_status() == GIT_STATUS_BEFORE, "a run with non-default knobs rewrote a committed file"
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.reads(BAD[name], UNKNOWN[name]))
-                                  for name in SCRIPTS])
-@pytest.mark.parametrize("case", [1, 2], ids=["bad value", "unknown flag"])
-def test_bad_argument_is_a_one_line_usage_error(runs, name, case):
-    result = runs[(BAD if case == 1 else UNKNOWN)[name]]
-    assert result.returncode == 2
+BAD_CASES = [(name, kind, run) for kind, table in (("bad value", BAD), ("special", SPECIAL), ("unknown flag", UNKNOWN))
+             for name, run in table.items()]
+
+
+@pytest.mark.parametrize(("name", "kind", "run"), [pytest.param(*case, marks=pytest.mark.reads(case[2]),
+                                                                id=f"{case[0]} {case[1]}") for case in BAD_CASES])
+def test_bad_argument_is_a_one_line_usage_error(runs, name, kind, run):
+    result = runs[run]
+    assert result.returncode == 2, f"{run}: exit status {result.returncode}"
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{name.split('/')[1]}.py: error: "), result.stderr
-    if case == 2:  # found while reading the flags: the line says where they are listed
+    if kind == "unknown flag":  # found while reading the flags: the line says where they are listed
         assert lines[0].endswith("unrecognized arguments: --no-such-flag (--help lists every flag and its range)")
 
 
@@ -160,28 +160,34 @@ def test_a_python_without_the_packages_gets_one_line_on_how_to_set_up(tmp_path):
 
 # ---------------------------------------------------------------- every range in --help runs at both ends
 
-def range_ends(parser):
-    """[(the flag's action, argv)] for the two ends of every flag whose type is a range, or
-    whose values are choices (the first and the last). An open end (x < 4) is tried just
-    below it; a list flag gets the end added to its default list; a flag of two values gets
-    the choice twice. An end that is the flag's default is left out: the default run (the
-    check's own) is that run."""
-    for action in parser._actions:
-        if action.choices and action.option_strings:
-            for choice in dict.fromkeys([list(action.choices)[0], list(action.choices)[-1]]):
-                if choice != action.default:
-                    yield action, [action.option_strings[-1], *[str(choice)] * (action.nargs or 1)]
-        if not isinstance(action.type, _Range):
+def range_ends(lesson):
+    """[(the knob, argv)] for the two ends of every knob the lesson declares whose type is a
+    range, or whose values are choices (the first and the last). An open end (x < 4) is tried
+    just below it; a list flag gets the end added to its default list; a flag of two values
+    gets the choice twice. An end that is the flag's default is left out: the default run
+    (the check's own) is that run."""
+    for knob in lesson.knobs:
+        flag, kind, default, nargs = knob.flags[-1], knob.options.get("type"), knob.options.get("default"), \
+            knob.options.get("nargs")
+        if knob.options.get("choices"):
+            choices = list(knob.options["choices"])
+            for choice in dict.fromkeys([choices[0], choices[-1]]):
+                if choice != default:
+                    yield knob, [flag, *[str(choice)] * (nargs or 1)]
+        if not isinstance(kind, Range):
             continue
-        kind, lo, hi = action.type.kind, action.type.lo, action.type.hi
-        if action.type.hi_open:
-            hi = math.nextafter(hi, lo)
+        lo, hi = kind.lo, math.nextafter(kind.hi, kind.lo) if kind.hi_open else kind.hi
         for end in (lo, hi):
-            if end == action.default and action.nargs != "+":
+            if end == default and nargs != "+":
                 continue
-            value = str(end) if kind is int else repr(float(end))
-            values = [*map(str, action.default), value] if action.nargs == "+" else [value]
-            yield action, [action.option_strings[-1], *values]
+            value = str(end) if kind.kind is int else repr(float(end))
+            values = [*map(str, default), value] if nargs == "+" else [value]
+            yield knob, [flag, *values]
+
+
+def dest(knob):
+    """The name argparse stores a knob's value under."""
+    return knob.options.get("dest") or knob.flags[-1].lstrip("-").replace("-", "_")
 
 
 # Ends packed into runs of their own, each setting several flags to an end at once (within the
@@ -200,7 +206,7 @@ PACKED = {
 }
 
 
-def sets(parser, argv, action, end):
+def sets(parser, argv, knob, end):
     """Whether argv sets the flag of `end` (a flag and its values) to what `end` sets it to, as
     argparse reads both (a flag given twice: its last value). --figure and its path are left
     out of the reading (reading a path checks that it can be written)."""
@@ -209,23 +215,23 @@ def sets(parser, argv, action, end):
         while "--figure" in words:
             del words[words.index("--figure"):words.index("--figure") + 2]
         try:
-            return getattr(parser.parse_args(words), action.dest)
+            return getattr(parser.parse_args(words), dest(knob))
         except SystemExit:
             raise AssertionError(f"{' '.join(argv)} does not parse: see its --help") from None
 
-    return any(word in action.option_strings for word in argv) and read(argv) == read(end)
+    return any(word in knob.flags for word in argv) and read(argv) == read(end)
 
 
 def covering_runs(name):
-    """[(action, end, the run that runs it)] for every end of every range of a script (an end:
+    """[(knob, end, the run that runs it)] for every end of every range of a script (an end:
     the flag and its values): a "Try it" suggestion that sets the flag to that end, else a run
     of PACKED[name], else a run of its own (the other flags at their defaults)."""
     parser, packed = PARSERS[name], [lesson_run(name, *argv) for argv in PACKED.get(name, [])]
-    return [(action, end, next((run for run in TRY_ITS[name] + packed if sets(parser, run.argv, action, end)),
-                               lesson_run(name, *end))) for action, end in range_ends(parser)]
+    return [(knob, end, next((run for run in TRY_ITS[name] + packed if sets(parser, run.argv, knob, end)),
+                             lesson_run(name, *end))) for knob, end in range_ends(LESSONS[name])]
 
 
-RANGE_ENDS = [(name, action, end, run) for name in SCRIPTS for action, end, run in covering_runs(name)]
+RANGE_ENDS = [(name, knob, end, run) for name in SCRIPTS for knob, end, run in covering_runs(name)]
 
 
 def test_each_packed_run_runs_ends_no_other_run_does():
@@ -234,17 +240,17 @@ def test_each_packed_run_runs_ends_no_other_run_does():
         used = {run.argv for _, _, run in covering_runs(name)}
         assert all(tuple(argv) in used for argv in packed), name
     parser = PARSERS["week1/11_softmax_saturation"]
-    d_k = next(action for action in parser._actions if "--d-k" in action.option_strings)
-    end = ["--d-k", *map(str, d_k.default), "1"]
+    d_k = next(knob for knob in LESSONS["week1/11_softmax_saturation"].knobs if "--d-k" in knob.flags)
+    end = ["--d-k", *map(str, d_k.options["default"]), "1"]
     assert sets(parser, [*end, "--seed", "0"], d_k, end)
     assert not sets(parser, [*end, "2"], d_k, end)  # a longer list
     assert not sets(parser, [*end, "--d-k", "4"], d_k, end)  # given twice: the last counts
     assert not sets(parser, ["--seed", "0"], d_k, end)
 
 
-@pytest.mark.parametrize(("name", "action", "end", "run"), [
+@pytest.mark.parametrize(("name", "knob", "end", "run"), [
     pytest.param(*case, marks=pytest.mark.reads(case[3]), id=f"{case[0]} {' '.join(case[2])}") for case in RANGE_ENDS])
-def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(runs, name, action, end, run):
+def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(runs, name, knob, end, run):
     """Each end of the range --help shows for each flag of each script (each choice) runs to
     its end with status 0, in some run: a "Try it" suggestion, a packed run (PACKED), or a run
     of its own with the other flags at their defaults. On its own, an end may instead be
@@ -262,6 +268,6 @@ def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(r
         refusal = result.stderr.strip().splitlines()[-1]
     if refusal is None:
         return
-    others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(action.option_strings)
-    assert any(other in (action.help or "") for other in others), \
+    others = set(re.findall(r"--[a-z][a-z-]*", refusal)) - set(knob.flags)
+    assert any(other in knob.options.get("help", "") for other in others), \
         f"{' '.join(end)}: refused ({refusal}), and its help names none of {sorted(others) or 'the other flags'}"
