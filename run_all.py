@@ -528,18 +528,12 @@ def fork_server(setting):
 
 
 @atexit.register
-def close_fork_servers(keep=None):
-    """End every fork server; given keep (settings as fork_server keys them: sorted (name,
-    value) pairs), stop at once every server but those, and leave those serving."""
+def close_fork_servers():
+    """End every fork server (each kills whatever child it is still running)."""
     with _servers_lock:
-        for key in [key for key in _servers if keep is None or key not in keep]:
-            try:
-                if keep is None:
-                    _servers[key].close()
-                else:
-                    _servers[key].stop()
-            finally:
-                del _servers[key]
+        for server in _servers.values():
+            server.close()
+        _servers.clear()
 
 
 def _read(file):

@@ -184,34 +184,16 @@ def pytest_configure(config):
     config.addinivalue_line("markers", "reads(*runs): the declared lesson runs this test reads (conftest.py)")
 
 
-_early = {"start": False, "collected": False}  # servers may start early; the collection ended whole
-
-
 def pytest_collection_modifyitems(session, config, items):
     """Tests that read runs go last: the others run while the runs do."""
     items[:] = [item for item in items if not reads(item)] + [item for item in items if reads(item)]
-    _early["collected"] = True
-
-
-def start_fork_server(setting):
-    """Start the fork server of a setting now (where the OS can fork, in a session that runs
-    tests): it imports torch while pytest collects the tests, and is stopped when collected if
-    no test reads a run of it."""
-    if _early["start"] and hasattr(os, "fork"):
-        run_all.fork_server(setting)
-
-
-def pytest_sessionstart(session):
-    _early["start"] = not session.config.option.collectonly
-    start_fork_server({})
 
 
 def pytest_collection_finish(session):
-    if session.config.option.collectonly or not _early["collected"]:  # (or collection stopped short)
-        run_all.close_fork_servers(keep=set())
+    """Once pytest knows which tests it runs, the runs they read start (none for --collect-only)."""
+    if session.config.option.collectonly:
         return
     wanted = set().union(*map(reads, session.items)) if session.items else set()
-    run_all.close_fork_servers(keep={run.setting for run in wanted if not run.fresh})
     SHARED.start(wanted, virtual_display() if any(run.window for run in wanted) else None)
 
 

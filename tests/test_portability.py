@@ -31,7 +31,7 @@ from common import OUTPUT_ROOT
 import pytest
 
 import run_all
-from tests.conftest import SCRATCH, SCRIPTS, lesson_run, start_fork_server
+from tests.conftest import SCRATCH, SCRIPTS, lesson_run
 
 OTHER_CPUS = {
     "torch's plain kernels": {"ATEN_CPU_CAPABILITY": "default"},
@@ -52,8 +52,6 @@ def away(setting):
 SETTINGS = {**OTHER_CPUS, "one thread": ONE_THREAD}
 RUNS = {(setting, name): lesson_run(name, setting=SETTINGS[setting], **away(setting))
         for setting in SETTINGS for name in SCRIPTS}
-for setting in SETTINGS.values():
-    start_fork_server(setting)
 
 
 def disagreement(name, result):
