@@ -148,8 +148,8 @@ def test_a_planted_mistake_fails_the_check_and_leaves_every_tracked_file_alone(t
 
 PLANTED = {
     # lesson: (the line as written, the same line with a mistake, the check --update names)
-    "week1/15_context_decides": ("Q @ K.transpose(-1, -2) / math.sqrt(d_k) + key_mask",
-                                 "Q @ K.transpose(-1, -2) + key_mask",
+    "week1/15_context_decides": ("F.scaled_dot_product_attention(q_it, K, V, attn_mask=~mask)",  # torch's mask:
+                                 "F.scaled_dot_product_attention(q_it, K, V, attn_mask=mask)",  # True = takes part
                                  'the check "attention by hand is torch\'s" does not uphold the page'),
     "week1/04_encoder_parameter_count": ("mha = 4 * d * d + 4 * d", "mha = 3 * d * d + 4 * d",
                                          'the check "the formula counts torch\'s encoder layer" does not uphold'),
