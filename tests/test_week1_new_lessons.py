@@ -397,10 +397,13 @@ def week1_07_records(monkeypatch, plant=None):
     return main_outcomes(module)[1]
 
 
+BLOCK_CHECKS = ("each row sums to 1, none of it on future words", "attention rewrites the sat row",
+                "pre-norm and post-norm are different wirings", "the block holds the Week 1 formula's numbers")
+
+
 def test_week1_07s_block_checks_uphold_the_page_as_written(monkeypatch):
     outcomes = week1_07_records(monkeypatch)
-    for name in ("each row sums to 1, none of it on future words", "attention rewrites the sat row",
-                 "pre-norm and post-norm are different wirings"):
+    for name in BLOCK_CHECKS:
         assert outcomes[name] == "upholds the page", name
 
 
@@ -412,11 +415,61 @@ def test_a_block_mask_that_lets_a_word_see_the_next_one_flips_the_future_line(mo
     assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
 
 
+def test_an_attention_forward_that_drops_the_mask_flips_the_future_line(monkeypatch):
+    """The weights printed and judged are the ones the block's forward used: a forward that
+    leaves out attn_mask shows weight on the future words (the mask itself is untouched)."""
+    def unmasked(module, monkeypatch):
+        def forward(self, x):
+            out, self.attn = self.mha(x, x, x, need_weights=True, average_attn_weights=False)
+            return out
+        monkeypatch.setattr(module.CausalSelfAttention, "forward", forward)
+    outcomes = week1_07_records(monkeypatch, unmasked)
+    assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
+    assert [outcomes[name] for name in BLOCK_CHECKS[1:]] == ["upholds the page"] * 3
+
+
 def test_attention_that_adds_nothing_flips_the_rewrite_line(monkeypatch):
-    def silent(module, monkeypatch):
-        monkeypatch.setattr(module.CausalSelfAttention, "forward", lambda self, x: torch.zeros_like(x))
+    def silent(module, monkeypatch):  # the weights are made as before; the output is thrown away
+        real = module.CausalSelfAttention.forward
+        monkeypatch.setattr(module.CausalSelfAttention, "forward", lambda self, x: torch.zeros_like(real(self, x)))
     outcomes = week1_07_records(monkeypatch, silent)
     assert outcomes["attention rewrites the sat row"] == "contradicts the page"
+
+
+def test_attention_where_each_word_sees_only_itself_flips_the_rewrite_line(monkeypatch):
+    """A mask that blocks every other word (not only the future): sat's row still changes (its
+    own value comes in), but nothing of 'the' or 'cat' does: caught; no weight lands on the future."""
+    module = load_script("week1/07_eli5_one_block")
+    out, outcomes = main_outcomes(module, causal_mask=lambda T: ~torch.eye(T, dtype=torch.bool))
+    assert outcomes["attention rewrites the sat row"] == "contradicts the page"
+    assert outcomes["each row sums to 1, none of it on future words"] == "upholds the page"
+    assert "its weight on 'the' and 'cat' 0.0000;" in out and "row moves by 0.0000" in out
+
+
+def test_a_wrong_count_formula_flips_the_formula_line(monkeypatch):
+    def norms_forgotten(module, monkeypatch):  # 4d^2 + 2df + f + 5d: the two LayerNorms' 4d left out
+        monkeypatch.setattr(module, "week1_formula", lambda d, f: 4 * d * d + 2 * d * f + f + 5 * d)
+    outcomes = week1_07_records(monkeypatch, norms_forgotten)
+    assert outcomes["the block holds the Week 1 formula's numbers"] == "contradicts the page"
+
+
+def test_a_block_without_its_second_shortcut_fails_the_noise_lines(monkeypatch):
+    """The "+ x" line subtracts the two sublayers' parts from block(x) itself: a block whose FFN
+    step drops its "+ x" leaves x - ... far from 0, and the check refuses that noise line
+    (and the stages-vs-block line beside it)."""
+    import run_all
+
+    module = load_script("week1/07_eli5_one_block")
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return self.ffn(self.norm2(x))  # the second "+ x" forgotten
+
+    monkeypatch.setattr(module.TransformerBlock, "forward", forward)
+    out, _ = main_outcomes(module)
+    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == [
+        "max |the stages above, last one - block(x)|", "max |pre-norm by hand - torch "
+        "TransformerEncoderLayer(norm_first=True)|", "max |block(x) - attention part - FFN part - x|"]
 
 
 def test_one_wiring_for_both_flips_the_wirings_line(monkeypatch):
