@@ -94,6 +94,20 @@ def test_an_rnn_that_does_not_fade_flips_the_fading_verdict(monkeypatch, capsys,
     assert "RNN fades: False" in out
 
 
+def test_the_e_notation_example_is_the_tables_own_smallest_size(monkeypatch, capsys, tmp_path):
+    """The key to "1.5e-15" reads the run's smallest size: an RNN that does not fade has
+    another one, and the line follows it (no copied number)."""
+    m = load_script(SLOW_CHAIN)
+    sizes = []
+    measure = m.measure
+    monkeypatch.setattr(m, "measure", lambda model, words: sizes.append(measure(model, words)) or sizes[-1])
+    out = run_main(monkeypatch, capsys, m, SLOW_CHAIN, "--sentences", "32", "--rnn-gain", "2",
+                   "--figure", str(tmp_path / "f.png"))
+    smallest = min(size[:, 0].mean().item() for _, size in sizes)
+    assert f"word 1 moves; {smallest:.1e} means {m.readable(smallest)})" in out
+    assert "1.5e-15" not in out
+
+
 # ---------------------------------------------------------------- 11: softmax saturation
 
 SATURATION = "week1/11_softmax_saturation"
