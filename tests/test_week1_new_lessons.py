@@ -291,21 +291,31 @@ def test_a_layer_that_grows_with_the_sentence_flips_the_length_verdict(monkeypat
     assert "the same weights: False" in out
 
 
-def test_layers_built_with_other_weights_flip_the_length_verdict(monkeypatch, capsys):
-    """Each length gets a layer built afresh: a build that draws other weights (not one set of
-    weights for every length) is caught, even at the same count."""
+def test_a_layer_that_learns_from_each_sentence_flips_the_length_verdict(monkeypatch, capsys):
+    """One layer runs on both sentences and its weights are compared with a copy taken before:
+    a pass that writes into a weight as it reads a sentence (same names, same count) is caught."""
     m = load_script(LENGTH)
-    build = m.build_layer
-    builds = []
+    by_hand = m.encoder_layer_by_hand
 
-    def other_weights_each_time(d, h, f):
-        builds.append(torch.randn(len(builds) + 1))  # moves the generator: the next layer draws other weights
-        return build(d, h, f)
+    def adapting(X, layer):
+        layer.linear1.weight.add_(1e-6 * X.mean())  # nudged by every sentence it reads
+        return by_hand(X, layer)
 
-    monkeypatch.setattr(m, "build_layer", other_weights_each_time)
+    monkeypatch.setattr(m, "encoder_layer_by_hand", adapting)
     out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
     assert [as_page(v) for v in verdicts(out)] == [True, False]
-    assert "the same weights: False" in out
+    assert "the same weights: False; by hand = torch's layer: True" in out
+
+
+def test_a_by_hand_layer_without_the_scaling_flips_the_length_verdict(monkeypatch, capsys):
+    """The by-hand layer is held to torch's: its scores without the 1/sqrt(d_k) are caught."""
+    import types
+
+    m = load_script(LENGTH)
+    monkeypatch.setattr(m, "math", types.SimpleNamespace(sqrt=lambda d_k: 1.0))  # Q K^T / 1
+    out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
+    assert [as_page(v) for v in verdicts(out)] == [True, False]
+    assert "the same weights: True; by hand = torch's layer: False; scores like T^2: True; the rest like T: True" in out
 
 
 def test_attention_without_a_t_by_t_table_flips_the_growth_verdict(monkeypatch, capsys):
