@@ -363,6 +363,18 @@ def test_week1_04_upholds_every_claim_at_the_defaults(monkeypatch, capsys):
     assert set(week1_04_outcomes(monkeypatch).values()) == {"upholds the page"}
 
 
+def test_a_stack_that_shares_one_layer_flips_the_own_weights_line(monkeypatch, capsys):
+    """One layer six times (as in belief 15 of week1/08): the stack holds one layer's numbers."""
+    module = load_script("week1/04_encoder_parameter_count")
+
+    def one_layer_six_times(d, h, f, layers):
+        return nn.ModuleList([nn.TransformerEncoderLayer(d, h, f, device="meta")] * layers)
+
+    outcomes = week1_04_outcomes(monkeypatch, encoder_stack=one_layer_six_times)
+    assert outcomes["every layer has its own weights"] == "contradicts the page"
+    assert module.n_params(one_layer_six_times(512, 8, 2048, 6)) == 3_152_384
+
+
 def test_a_count_that_grows_with_the_heads_flips_the_heads_line(monkeypatch, capsys):
     """A layer whose count moved with h (as if every head were full width) is caught."""
     module = load_script("week1/04_encoder_parameter_count")
@@ -521,6 +533,34 @@ def test_week1_02s_columns_line_up_at_every_width(monkeypatch, capsys, argv, wid
     assert len(ends) == 1, "\n".join(rows)
     if not argv:
         assert rows[0] == "d_k=  4 Var(q.k)=    4.04 target=  4 scaled_var=1.011"
+
+
+# ---------------------------------------------------------------- week1/01 and 02: their records can turn
+
+def test_week1_01_a_softmax_over_the_queries_flips_the_row_sums():
+    """Each column of A summing to 1 (a softmax down the queries) leaves the rows off 1: caught."""
+    module = load_script("week1/01_attention_from_scratch")
+    real = module.softmax
+    assert main_outcomes(module)[1] == {"every softmax row sums to 1": "upholds the page"}
+    out, outcomes = main_outcomes(module, softmax=lambda scores, axis=-1: real(scores, axis=-2))
+    assert outcomes == {"every softmax row sums to 1": "contradicts the page"}
+    assert "row-sum range=1.000000..1.000000" not in out
+
+
+@pytest.mark.parametrize("wrong", ["mean", "already scaled"])
+def test_week1_02_a_score_that_does_not_grow_with_d_k_flips_the_variance_record(wrong):
+    """A mean in place of the sum (Var about 1 / d_k), or a score already divided by sqrt(d_k)
+    (Var about 1): scaled again, neither stays near 1."""
+    module = load_script(VARIANCE)
+    real = module.dot_products
+    name = "Var(q.k) tracks d_k: scaled, it stays near 1"
+    assert main_outcomes(module)[1] == {name: "upholds the page"}
+
+    def plant(rng, pairs, d_k):
+        scores = real(rng, pairs, d_k)  # the same draws
+        return scores / d_k if wrong == "mean" else scores / d_k ** 0.5
+
+    assert main_outcomes(module, dot_products=plant)[1] == {name: "contradicts the page"}
 
 
 # ---------------------------------------------------------------- week1/03: the heads glue back to d_model
