@@ -565,21 +565,25 @@ def test_week1_02_a_score_that_does_not_grow_with_d_k_flips_the_variance_record(
 
 # ---------------------------------------------------------------- week1/03: the heads glue back to d_model
 
-def test_week1_03_upholds_its_claim_and_averaged_heads_flip_it():
-    """Heads averaged instead of glued side by side come back d_k wide, not d_model: caught.
-    (In the lesson's own code W^O [d_model, d_model] then refuses them: the plant hands back
-    the averaged heads as the concatenation, with the right layer's output.)"""
+def test_week1_03_judges_the_glued_heads_by_the_gap_to_torch():
+    """The concatenation's width could not fail in the lesson's own code (W^O refuses any other
+    width first), so its record is retired; a join that glues the heads in the wrong layout
+    (each word's numbers read off without the transpose) is d_model wide and passes W^O, and
+    the gap to torch's module catches it (run_all's noise ceiling)."""
+    import run_all
+
     module = load_script("week1/03_multihead_shape_check")
-    by_hand = module.multi_head_attention
-    assert main_outcomes(module)[1] == {"the heads concatenate back to d_model": "upholds the page"}
+    out, outcomes = main_outcomes(module)
+    assert outcomes == {"the heads concatenate back to d_model": "retired"}
+    assert run_all.noise_over_ceiling(out) == []
 
-    def averaged(x, mha):
-        out, heads, _ = by_hand(x, mha)
-        return out, heads, heads.mean(dim=1)  # [B, T, d_k]
+    def without_the_transpose(H):  # [B, h, T, d_k] -> [B, T, h d_k], read off in the wrong order
+        B, h, T, d_k = H.shape
+        return H.reshape(B, T, h * d_k)
 
-    out, outcomes = main_outcomes(module, multi_head_attention=averaged)
-    assert outcomes == {"the heads concatenate back to d_model": "contradicts the page"}
-    assert "concat=[2, 5, 4]" in out
+    out, _ = main_outcomes(module, join_heads=without_the_transpose)
+    assert "concat=[2, 5, 16]" in out
+    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |manual - torch.nn.MultiheadAttention|"]
 
 
 # ---------------------------------------------------------------- week1/05: Bahdanau's weights
