@@ -225,25 +225,6 @@ def test_a_wrong_product_bias_flips_the_collapse_verdict(monkeypatch, capsys):
     assert ffn_verdicts(monkeypatch, capsys, collapse=wrong_collapse)[0] is False
 
 
-def test_the_shared_ffn_is_week1_13s_ffn_with_the_relu():
-    """common/blocks.py's feed_forward, given week1/13's two layers, is week1/13's FFN in its
-    world with the ReLU, and both are the page's ReLU(x W_1 + b_1) W_2 + b_2."""
-    from common.blocks import feed_forward
-
-    m = load_script(FFN)
-    torch.manual_seed(0)
-    first, second = nn.Linear(4, 16, dtype=torch.float64), nn.Linear(16, 4, dtype=torch.float64)
-    shared = feed_forward(4, 16).double()
-    shared[0].load_state_dict(first.state_dict())
-    shared[2].load_state_dict(second.state_dict())
-    x = torch.randn(3, 5, 4, dtype=torch.float64)
-    with torch.no_grad():
-        lesson = m.ffn(first, m.WORLDS["with the ReLU"], second)(x)
-        torch.testing.assert_close(shared(x), lesson, rtol=0, atol=1e-12)
-        W_1, b_1, W_2, b_2 = first.weight.T, first.bias, second.weight.T, second.bias  # torch stores [out, in]
-        torch.testing.assert_close(lesson, torch.relu(x @ W_1 + b_1) @ W_2 + b_2, rtol=0, atol=1e-12)
-
-
 def test_best_linear_miss_is_zero_for_a_linear_map_and_one_for_noise():
     m = load_script(FFN)
     g = torch.Generator().manual_seed(0)
