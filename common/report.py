@@ -40,6 +40,8 @@ def like(value, page):
         return str(value)
     if page.startswith("["):
         parts = re.split(r",\s*", page[1:-1])
+        if len(value) != len(parts):  # another length than the page's (it disagrees): the first one's precision
+            parts = [parts[0]] * len(value)
         return "[" + ", ".join(like(v, p) for v, p in zip(value, parts, strict=True)) + "]"
     decimals = len(page.split(".")[1]) if "." in page else 0
     text = f"{float(value) + 0.0:,.{decimals}f}" if "," in page else f"{float(value) + 0.0:.{decimals}f}"
@@ -111,13 +113,31 @@ class Ledger:
         else:
             self.disagree += 1
             mark, holds = "DISAGREE", False
-        line = f"  {what}: computed {shown}; page {page}; {mark}"
-        if len(line) > WIDTH:  # the answer on a line of its own, under its question
-            line = f"  {what}:\n      computed {shown}; page {page}; {mark}"
-        if max(map(len, line.splitlines())) > WIDTH:  # and the page's value on one more
-            line = f"  {what}:\n      computed {shown};\n      page {page}; {mark}"
-        print(line)
+        self._print(what, shown, f"page {page}", mark)
         record(f"{self.title}: {what}", holds, value=shown, threshold=threshold)
+
+    def within(self, what, value, band, decimals=2):
+        """A value the page gives in words (`what` quotes them: "about twice"): the computed
+        value at `decimals`, beside the band (low, high) those words are judged by."""
+        low, high = band
+        holds = low <= value <= high
+        if holds:
+            self.agree += 1
+        else:
+            self.disagree += 1
+        self._print(what, f"{value:.{decimals}f}", f"judged {low:g} to {high:g}", "agree" if holds else "DISAGREE")
+        record(f"{self.title}: {what}", holds, value=value, threshold=f"between {low:g} and {high:g}")
+
+    @staticmethod
+    def _print(what, shown, page, mark):
+        """'what: computed shown; page; mark', the answer (and then the page's side) on lines
+        of their own where one line would be longer than WIDTH."""
+        line = f"  {what}: computed {shown}; {page}; {mark}"
+        if len(line) > WIDTH:  # the answer on a line of its own, under its question
+            line = f"  {what}:\n      computed {shown}; {page}; {mark}"
+        if max(map(len, line.splitlines())) > WIDTH:  # and the page's value on one more
+            line = f"  {what}:\n      computed {shown};\n      {page}; {mark}"
+        print(line)
 
     def skip(self, what, why):
         """A page answer this run cannot compute: say why instead of printing the answer."""

@@ -75,8 +75,10 @@ def counts_without_biases(d, h, f):
 
 
 def whole_W_Q_for_one_head(d, h, f):
-    """torch's layer counts, but one head's W^Q counted as the whole [d, d] block."""
-    return {**W1.torch_counts(d, h, f), "head 1's W^Q": d * d}
+    """torch's layer counts, but the heads split by copying: each head reads all of W^Q, [d, d]."""
+    def full_width_heads(x, h):  # [B, T, d] -> [B, h, T, d]: h copies, not h slices
+        return x[:, None].expand(x.shape[0], h, *x.shape[1:])
+    return W1.torch_counts(d, h, f, split=full_width_heads)
 
 
 def no_counts(d, h, f):

@@ -10,6 +10,18 @@ def test_like_uses_the_pages_precision_element_by_element():
     assert like(2 * 0.9640275800758169, "1.93") == "1.93"
     assert like(Fraction(2, 3), "2/3") == "2/3"
     assert like(-1e-9, "0.0000") == "0.0000"  # no "-0.0000" for a value that rounds to zero
+    assert like([2.0, 3.0], "[1, 2, 3, 4]") == "[2, 3]"  # another length: shown (it disagrees), not an error
+
+
+def test_a_value_in_words_is_judged_by_its_band(capsys):
+    ledger = Ledger()
+    ledger.within("ratio (page: about twice)", 2.004, (1.9, 2.1))
+    assert ledger.finish() == 0
+    ledger.within("ratio (page: about twice)", 2.4, (1.9, 2.1))  # "2" at 0 decimals, outside the band
+    assert ledger.finish() == 1
+    out = capsys.readouterr().out
+    assert "ratio (page: about twice): computed 2.00; judged 1.9 to 2.1; agree" in out
+    assert "ratio (page: about twice): computed 2.40; judged 1.9 to 2.1; DISAGREE" in out
 
 
 def test_agreement_disagreement_and_known_page_errors(capsys):

@@ -11,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from tests.conftest import lesson_run, load_script
+from tests.conftest import lesson_run, load_script, main_in_process
 from tests.conftest import main_outcomes as run_main
 
 NAME = "week1/17_unscaled_scores_stall"
@@ -22,6 +22,7 @@ VERDICTS = ["without scaling the softmax starts nearly one-hot", "without scalin
             "without scaling learning stalls"]
 SLOW = "a smaller rate lets the unscaled head learn, more slowly"
 SMALLER = "the unscaled head at a smaller rate: held-out loss after / before"
+STEP_1 = "at step 1 the unscaled head's gradient is larger, not close to zero"
 COUNTED = [f"late gradient reaching {W}, {head}" for W in ("W_Q", "W_K") for head in ("unscaled", "scaled")] + [
     f"{what}, {head}" for what in ("held-out loss after / before", "right word found after training")
     for head in ("unscaled", "scaled")]  # the trained numbers it prints, each beside its band
@@ -119,15 +120,30 @@ def test_scaling_neither_head_turns_two_verdicts_and_leaves_the_stall_untested(u
     assert [outcomes[name] for name in VERDICTS] == [CONTRADICTS] * 2 + [NOT_TESTED]
 
 
+def test_a_step_1_gradient_smaller_than_the_scaled_heads_turns_its_line_and_record(us):
+    """The step-1 line's word and its record's value come from one ratio: an "unscaled" head
+    whose scores are divided by d_k (more than the scaled head's sqrt(d_k)) starts with the
+    smaller gradient, and the line says "smaller"."""
+    right = us.attention
+
+    def over_scaled(X_q, X, V, W_Q, W_K, scaled):
+        return right(X_q, X, V, W_Q, W_K, True) if scaled else right(X_q, X / W_K.shape[1] ** 0.5, V, W_Q, W_K, True)
+
+    out, records = main_in_process(us, attention=over_scaled)
+    assert records[STEP_1]["value"] < 1 and records[STEP_1]["outcome"] == NOT_TESTED
+    assert "times the scaled head's: smaller." in out  # (the default run's "larger": the run test below)
+
+
 # ---------------------------------------------------------------- the runs
 
 @pytest.mark.reads(DEFAULT)
 def test_default_run_upholds_the_page_and_says_what_a_smaller_rate_does(runs):
     result = runs[DEFAULT]
     outcomes = {r["name"]: r["outcome"] for r in result.records}
-    assert sorted(outcomes) == sorted(VERDICTS + COUNTED + [SMALLER, SLOW])
+    assert sorted(outcomes) == sorted(VERDICTS + COUNTED + [STEP_1, SMALLER, SLOW])
     assert [outcomes[name] for name in VERDICTS + COUNTED] == [UPHOLDS] * 11
-    assert outcomes[SMALLER] == outcomes[SLOW] == NOT_TESTED
+    assert outcomes[STEP_1] == outcomes[SMALLER] == outcomes[SLOW] == NOT_TESTED
+    assert all(r.get("why") for r in result.records if r["outcome"] == NOT_TESTED)  # each says why
     assert "With a 10 times smaller rate (0.1) the unscaled head's loss ends at ‹below 0.5› of its start\n  (below " \
            "0.5: it learns), above the scaled head's at 1 (more slowly)" in result.compared()[0]
     assert f"sqrt(d_k) = {math.sqrt(1024):.0f} times" in result.stdout

@@ -94,6 +94,20 @@ def test_an_rnn_that_does_not_fade_flips_the_fading_verdict(monkeypatch, capsys,
     assert "RNN fades: False" in out
 
 
+def test_the_e_notation_example_is_the_tables_own_smallest_size(monkeypatch, capsys, tmp_path):
+    """The key to "1.5e-15" reads the run's smallest size: an RNN that does not fade has
+    another one, and the line follows it (no copied number)."""
+    m = load_script(SLOW_CHAIN)
+    sizes = []
+    measure = m.measure
+    monkeypatch.setattr(m, "measure", lambda model, words: sizes.append(measure(model, words)) or sizes[-1])
+    out = run_main(monkeypatch, capsys, m, SLOW_CHAIN, "--sentences", "32", "--rnn-gain", "2",
+                   "--figure", str(tmp_path / "f.png"))
+    smallest = min(size[:, 0].mean().item() for _, size in sizes)
+    assert f"word 1 moves; {smallest:.1e} means {m.readable(smallest)})" in out
+    assert "1.5e-15" not in out
+
+
 # ---------------------------------------------------------------- 11: softmax saturation
 
 SATURATION = "week1/11_softmax_saturation"
@@ -211,25 +225,6 @@ def test_a_wrong_product_bias_flips_the_collapse_verdict(monkeypatch, capsys):
     assert ffn_verdicts(monkeypatch, capsys, collapse=wrong_collapse)[0] is False
 
 
-def test_the_shared_ffn_is_week1_13s_ffn_with_the_relu():
-    """common/blocks.py's feed_forward, given week1/13's two layers, is week1/13's FFN in its
-    world with the ReLU, and both are the page's ReLU(x W_1 + b_1) W_2 + b_2."""
-    from common.blocks import feed_forward
-
-    m = load_script(FFN)
-    torch.manual_seed(0)
-    first, second = nn.Linear(4, 16, dtype=torch.float64), nn.Linear(16, 4, dtype=torch.float64)
-    shared = feed_forward(4, 16).double()
-    shared[0].load_state_dict(first.state_dict())
-    shared[2].load_state_dict(second.state_dict())
-    x = torch.randn(3, 5, 4, dtype=torch.float64)
-    with torch.no_grad():
-        lesson = m.ffn(first, m.WORLDS["with the ReLU"], second)(x)
-        torch.testing.assert_close(shared(x), lesson, rtol=0, atol=1e-12)
-        W_1, b_1, W_2, b_2 = first.weight.T, first.bias, second.weight.T, second.bias  # torch stores [out, in]
-        torch.testing.assert_close(lesson, torch.relu(x @ W_1 + b_1) @ W_2 + b_2, rtol=0, atol=1e-12)
-
-
 def test_best_linear_miss_is_zero_for_a_linear_map_and_one_for_noise():
     m = load_script(FFN)
     g = torch.Generator().manual_seed(0)
@@ -277,21 +272,31 @@ def test_a_layer_that_grows_with_the_sentence_flips_the_length_verdict(monkeypat
     assert "the same weights: False" in out
 
 
-def test_layers_built_with_other_weights_flip_the_length_verdict(monkeypatch, capsys):
-    """Each length gets a layer built afresh: a build that draws other weights (not one set of
-    weights for every length) is caught, even at the same count."""
+def test_a_layer_that_learns_from_each_sentence_flips_the_length_verdict(monkeypatch, capsys):
+    """One layer runs on both sentences and its weights are compared with a copy taken before:
+    a pass that writes into a weight as it reads a sentence (same names, same count) is caught."""
     m = load_script(LENGTH)
-    build = m.build_layer
-    builds = []
+    by_hand = m.encoder_layer_by_hand
 
-    def other_weights_each_time(d, h, f):
-        builds.append(torch.randn(len(builds) + 1))  # moves the generator: the next layer draws other weights
-        return build(d, h, f)
+    def adapting(X, layer):
+        layer.linear1.weight.add_(1e-6 * X.mean())  # nudged by every sentence it reads
+        return by_hand(X, layer)
 
-    monkeypatch.setattr(m, "build_layer", other_weights_each_time)
+    monkeypatch.setattr(m, "encoder_layer_by_hand", adapting)
     out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
     assert [as_page(v) for v in verdicts(out)] == [True, False]
-    assert "the same weights: False" in out
+    assert "the same weights: False; by hand = torch's layer: True" in out
+
+
+def test_a_by_hand_layer_without_the_scaling_flips_the_length_verdict(monkeypatch, capsys):
+    """The by-hand layer is held to torch's: its scores without the 1/sqrt(d_k) are caught."""
+    import types
+
+    m = load_script(LENGTH)
+    monkeypatch.setattr(m, "math", types.SimpleNamespace(sqrt=lambda d_k: 1.0))  # Q K^T / 1
+    out = run_main(monkeypatch, capsys, m, LENGTH, *SMALL)
+    assert [as_page(v) for v in verdicts(out)] == [True, False]
+    assert "the same weights: True; by hand = torch's layer: False; scores like T^2: True; the rest like T: True" in out
 
 
 def test_attention_without_a_t_by_t_table_flips_the_growth_verdict(monkeypatch, capsys):
@@ -337,6 +342,18 @@ def week1_04_outcomes(monkeypatch, *argv, **replace):
 
 def test_week1_04_upholds_every_claim_at_the_defaults(monkeypatch, capsys):
     assert set(week1_04_outcomes(monkeypatch).values()) == {"upholds the page"}
+
+
+def test_a_stack_that_shares_one_layer_flips_the_own_weights_line(monkeypatch, capsys):
+    """One layer six times (as in belief 15 of week1/08): the stack holds one layer's numbers."""
+    module = load_script("week1/04_encoder_parameter_count")
+
+    def one_layer_six_times(d, h, f, layers):
+        return nn.ModuleList([nn.TransformerEncoderLayer(d, h, f, device="meta")] * layers)
+
+    outcomes = week1_04_outcomes(monkeypatch, encoder_stack=one_layer_six_times)
+    assert outcomes["every layer has its own weights"] == "contradicts the page"
+    assert module.n_params(one_layer_six_times(512, 8, 2048, 6)) == 3_152_384
 
 
 def test_a_count_that_grows_with_the_heads_flips_the_heads_line(monkeypatch, capsys):
@@ -397,10 +414,13 @@ def week1_07_records(monkeypatch, plant=None):
     return main_outcomes(module)[1]
 
 
+BLOCK_CHECKS = ("each row sums to 1, none of it on future words", "attention rewrites the sat row",
+                "pre-norm and post-norm are different wirings", "the block holds the Week 1 formula's numbers")
+
+
 def test_week1_07s_block_checks_uphold_the_page_as_written(monkeypatch):
     outcomes = week1_07_records(monkeypatch)
-    for name in ("each row sums to 1, none of it on future words", "attention rewrites the sat row",
-                 "pre-norm and post-norm are different wirings"):
+    for name in BLOCK_CHECKS:
         assert outcomes[name] == "upholds the page", name
 
 
@@ -412,11 +432,61 @@ def test_a_block_mask_that_lets_a_word_see_the_next_one_flips_the_future_line(mo
     assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
 
 
+def test_an_attention_forward_that_drops_the_mask_flips_the_future_line(monkeypatch):
+    """The weights printed and judged are the ones the block's forward used: a forward that
+    leaves out attn_mask shows weight on the future words (the mask itself is untouched)."""
+    def unmasked(module, monkeypatch):
+        def forward(self, x):
+            out, self.attn = self.mha(x, x, x, need_weights=True, average_attn_weights=False)
+            return out
+        monkeypatch.setattr(module.CausalSelfAttention, "forward", forward)
+    outcomes = week1_07_records(monkeypatch, unmasked)
+    assert outcomes["each row sums to 1, none of it on future words"] == "contradicts the page"
+    assert [outcomes[name] for name in BLOCK_CHECKS[1:]] == ["upholds the page"] * 3
+
+
 def test_attention_that_adds_nothing_flips_the_rewrite_line(monkeypatch):
-    def silent(module, monkeypatch):
-        monkeypatch.setattr(module.CausalSelfAttention, "forward", lambda self, x: torch.zeros_like(x))
+    def silent(module, monkeypatch):  # the weights are made as before; the output is thrown away
+        real = module.CausalSelfAttention.forward
+        monkeypatch.setattr(module.CausalSelfAttention, "forward", lambda self, x: torch.zeros_like(real(self, x)))
     outcomes = week1_07_records(monkeypatch, silent)
     assert outcomes["attention rewrites the sat row"] == "contradicts the page"
+
+
+def test_attention_where_each_word_sees_only_itself_flips_the_rewrite_line(monkeypatch):
+    """A mask that blocks every other word (not only the future): sat's row still changes (its
+    own value comes in), but nothing of 'the' or 'cat' does: caught; no weight lands on the future."""
+    module = load_script("week1/07_eli5_one_block")
+    out, outcomes = main_outcomes(module, causal_mask=lambda T: ~torch.eye(T, dtype=torch.bool))
+    assert outcomes["attention rewrites the sat row"] == "contradicts the page"
+    assert outcomes["each row sums to 1, none of it on future words"] == "upholds the page"
+    assert "its weight on 'the' and 'cat' 0.0000;" in out and "row moves by 0.0000" in out
+
+
+def test_a_wrong_count_formula_flips_the_formula_line(monkeypatch):
+    def norms_forgotten(module, monkeypatch):  # 4d^2 + 2df + f + 5d: the two LayerNorms' 4d left out
+        monkeypatch.setattr(module, "week1_formula", lambda d, f: 4 * d * d + 2 * d * f + f + 5 * d)
+    outcomes = week1_07_records(monkeypatch, norms_forgotten)
+    assert outcomes["the block holds the Week 1 formula's numbers"] == "contradicts the page"
+
+
+def test_a_block_without_its_second_shortcut_fails_the_noise_lines(monkeypatch):
+    """The "+ x" line subtracts the two sublayers' parts from block(x) itself: a block whose FFN
+    step drops its "+ x" leaves x - ... far from 0, and the check refuses that noise line
+    (and the stages-vs-block line beside it)."""
+    import run_all
+
+    module = load_script("week1/07_eli5_one_block")
+
+    def forward(self, x):
+        x = x + self.attention(self.norm1(x))
+        return self.ffn(self.norm2(x))  # the second "+ x" forgotten
+
+    monkeypatch.setattr(module.TransformerBlock, "forward", forward)
+    out, _ = main_outcomes(module)
+    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == [
+        "max |the stages above, last one - block(x)|", "max |pre-norm by hand - torch "
+        "TransformerEncoderLayer(norm_first=True)|", "max |block(x) - attention part - FFN part - x|"]
 
 
 def test_one_wiring_for_both_flips_the_wirings_line(monkeypatch):
@@ -446,23 +516,55 @@ def test_week1_02s_columns_line_up_at_every_width(monkeypatch, capsys, argv, wid
         assert rows[0] == "d_k=  4 Var(q.k)=    4.04 target=  4 scaled_var=1.011"
 
 
+# ---------------------------------------------------------------- week1/01 and 02: their records can turn
+
+def test_week1_01_a_softmax_over_the_queries_flips_the_row_sums():
+    """Each column of A summing to 1 (a softmax down the queries) leaves the rows off 1: caught."""
+    module = load_script("week1/01_attention_from_scratch")
+    real = module.softmax
+    assert main_outcomes(module)[1] == {"every softmax row sums to 1": "upholds the page"}
+    out, outcomes = main_outcomes(module, softmax=lambda scores, axis=-1: real(scores, axis=-2))
+    assert outcomes == {"every softmax row sums to 1": "contradicts the page"}
+    assert "row-sum range=1.000000..1.000000" not in out
+
+
+@pytest.mark.parametrize("wrong", ["mean", "already scaled"])
+def test_week1_02_a_score_that_does_not_grow_with_d_k_flips_the_variance_record(wrong):
+    """A mean in place of the sum (Var about 1 / d_k), or a score already divided by sqrt(d_k)
+    (Var about 1): scaled again, neither stays near 1."""
+    module = load_script(VARIANCE)
+    real = module.dot_products
+    name = "Var(q.k) tracks d_k: scaled, it stays near 1"
+    assert main_outcomes(module)[1] == {name: "upholds the page"}
+
+    def plant(rng, pairs, d_k):
+        scores = real(rng, pairs, d_k)  # the same draws
+        return scores / d_k if wrong == "mean" else scores / d_k ** 0.5
+
+    assert main_outcomes(module, dot_products=plant)[1] == {name: "contradicts the page"}
+
+
 # ---------------------------------------------------------------- week1/03: the heads glue back to d_model
 
-def test_week1_03_upholds_its_claim_and_averaged_heads_flip_it():
-    """Heads averaged instead of glued side by side come back d_k wide, not d_model: caught.
-    (In the lesson's own code W^O [d_model, d_model] then refuses them: the plant hands back
-    the averaged heads as the concatenation, with the right layer's output.)"""
+def test_week1_03_judges_the_glued_heads_by_the_gap_to_torch():
+    """The concatenation's width could not fail in the lesson's own code (W^O refuses any other
+    width first), so its record is retired; a join that glues the heads in the wrong layout
+    (each word's numbers read off without the transpose) is d_model wide and passes W^O, and
+    the gap to torch's module catches it (run_all's noise ceiling)."""
+    import run_all
+
     module = load_script("week1/03_multihead_shape_check")
-    by_hand = module.multi_head_attention
-    assert main_outcomes(module)[1] == {"the heads concatenate back to d_model": "upholds the page"}
+    out, outcomes = main_outcomes(module)
+    assert outcomes == {"the heads concatenate back to d_model": "retired"}
+    assert run_all.noise_over_ceiling(out) == []
 
-    def averaged(x, mha):
-        out, heads, _ = by_hand(x, mha)
-        return out, heads, heads.mean(dim=1)  # [B, T, d_k]
+    def without_the_transpose(H):  # [B, h, T, d_k] -> [B, T, h d_k], read off in the wrong order
+        B, h, T, d_k = H.shape
+        return H.reshape(B, T, h * d_k)
 
-    out, outcomes = main_outcomes(module, multi_head_attention=averaged)
-    assert outcomes == {"the heads concatenate back to d_model": "contradicts the page"}
-    assert "concat=[2, 5, 4]" in out
+    out, _ = main_outcomes(module, join_heads=without_the_transpose)
+    assert "concat=[2, 5, 16]" in out
+    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |manual - torch.nn.MultiheadAttention|"]
 
 
 # ---------------------------------------------------------------- week1/05: Bahdanau's weights

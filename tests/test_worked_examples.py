@@ -91,6 +91,65 @@ def test_week1_averaging_heads_instead_of_concatenating_disagrees(section, capsy
     assert any("concatenat" in label for label in disagreeing(marks))
 
 
+def test_week1_the_W_O_examples_concatenation_goes_through_the_join(capsys):
+    """Heads 1 and 2's outputs glued by the section's join: heads glued in the wrong order
+    print [3, 4, 1, 2] (the W^O line beside it starts from the page's [1, 2, 3, 4])."""
+    marks = run(W1.section_5, capsys, concat=lambda Z: W1.join_heads(Z.flip(1)))
+    assert disagreeing(marks) == {"W^O example: concatenation"}
+
+
+class LastWordOnly(torch.nn.TransformerEncoderLayer):
+    """An encoder layer that hands on only its last word's vector (the seq2seq summary)."""
+
+    def forward(self, src, *args, **kwargs):
+        return super().forward(src, *args, **kwargs)[..., -1:, :]
+
+
+def test_week1_a_layer_that_keeps_one_vector_disagrees(capsys):
+    marks = run(W1.section_6, capsys, encoder_layer_type=LastWordOnly)
+    assert disagreeing(marks) == set(marks)  # every shape, and 5 x 20 x 64 numbers (it keeps 5 x 1 x 64)
+
+
+def test_week1_an_ffn_that_does_not_widen_disagrees(capsys):
+    """f = d instead of 4d: the FFN's counts, the layer's, and "about twice" (now about half) turn."""
+    marks = run(W1.section_7, capsys, make_layer=lambda d, f: W1.encoder_layer(d, d))
+    ffn = {"FFN weights W_1, W_2 (torch's linear1, linear2)", "FFN biases b_1, b_2 (torch's)",
+           "FFN 2 d f + f + d (torch's linear1 + linear2)", "torch TransformerEncoderLayer(512, 8, 2048) count",
+           "course shorthand, in millions", "six independently parameterised layers (torch)",
+           "FFN / attention (page: about twice)"}
+    assert disagreeing(marks) == ffn
+
+
+def test_week1_heads_that_each_read_all_of_W_Q_disagree(capsys):
+    """One head's W_Q is counted through the split: a split that copies W^Q to every head
+    (each head full width) counts d x d."""
+    def full_width_heads(x, h):  # [B, T, d] -> [B, h, T, d]
+        return x[:, None].expand(x.shape[0], h, *x.shape[1:])
+    marks = run(W1.section_7, capsys, split=full_width_heads)
+    assert disagreeing(marks) == {"one head's W_Q, d_model 512, d_k 64 (head 1's rows of torch's W^Q)"}
+
+
+def test_week1_about_twice_is_judged_by_its_band(capsys):
+    ledger = Ledger()
+    ledger.section("7.")
+    with collected() as got:
+        for ratio in (1.9, 2.1, 1.89, 2.11):
+            ledger.within("FFN / attention", ratio, W1.ABOUT_TWICE)
+    assert [r["outcome"] for r in got] == [UPHOLDS, UPHOLDS, CONTRADICTS, CONTRADICTS]
+    assert "FFN / attention: computed 1.89; judged 1.9 to 2.1; DISAGREE" in capsys.readouterr().out
+
+
+def test_week1_check_yourself_draws_week1_02s_numbers():
+    """Check yourself 3 keeps a copy of week1/02's draws (lessons do not import each other):
+    the same generator and order give the same scaled variances as week1/02's dot_products."""
+    variance = load_script("week1/02_dot_product_variance")
+    rng = np.random.default_rng(42)
+    widths = (4, 16, 64, 256)
+    theirs = [variance.dot_products(rng, 20_000, d_k).var() / d_k for d_k in widths]
+    assert W1.scaled_variances(widths) == pytest.approx(theirs, rel=1e-12)
+    assert W1.scaled_variances(widths, seed=7) != pytest.approx(theirs, rel=1e-3)  # the comparison can fail
+
+
 # ---------------------------------------------------------------- Week 2, fed wrong operations
 
 def no_shift(target, bos=0):

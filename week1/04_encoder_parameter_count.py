@@ -42,6 +42,11 @@ def torch_count(d, h, f):
     return n_params(nn.TransformerEncoderLayer(d, h, f, device="meta"))
 
 
+def encoder_stack(d, h, f, layers):
+    """torch's encoder of `layers` layers (built on "meta"): it deep-copies the layer it is given."""
+    return nn.TransformerEncoder(nn.TransformerEncoderLayer(d, h, f, device="meta"), layers, enable_nested_tensor=False)
+
+
 def lesson(args):
     """The page's count, then what it says about heads, stacks and the FFN's share."""
     d, f, h = args.d_model, args.d_ff, args.heads
@@ -63,8 +68,7 @@ def lesson(args):
     record("the head count is not in the count", counted == other, value=other,
            threshold=f"= {counted:,}, the count with h={h}")
 
-    stack = n_params(nn.TransformerEncoder(nn.TransformerEncoderLayer(d, h, f, device="meta"), args.layers,
-                                           enable_nested_tensor=False))  # deep copies: each layer its own
+    stack = n_params(encoder_stack(d, h, f, args.layers))  # a tensor shared by two layers would count once
     print(f"{args.layers} layers={stack:,}; {args.layers} x {total:,}={args.layers * total:,}; "
           f"equal={stack == args.layers * total} (every layer has its own weights)")
     record("every layer has its own weights", stack == args.layers * total, value=stack,

@@ -5,7 +5,8 @@ Page: Week 1, all sections: the hand-checkable examples, the small counts, the
 
 Each line runs the operation the page describes on the page's own inputs (a softmax, an
 attention call, a real torch module) and prints the result at the page's precision beside
-the page's value, as the page writes it: `agree`, or `DISAGREE` when they differ. A wrong
+the page's value, as the page writes it: `agree`, or `DISAGREE` when they differ (a value
+the page gives in words, "about twice", beside the band it is judged by). A wrong
 operation would show up as DISAGREE (the tests feed some in and see it). Exam answers whose
 inputs are not on the page (the other scores of a question, the options of a
 multiple-choice item) are not computed, and the line says why instead of repeating the
@@ -31,6 +32,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 F64 = torch.float64  # section 3's tensors: every printed digit the same on every CPU
+ABOUT_TWICE = (1.9, 2.1)  # the page's "about twice" (FFN / attention), as week1/04 judges it: 2.00 at d = 512
 
 
 def shape(tensor):
@@ -138,10 +140,11 @@ def section_5(ledger, concat=join_heads):
     ledger.check("width of 8 attended heads of width 64, concatenated", glued.shape[-1], "512")
     mha = nn.MultiheadAttention(512, 8)
     ledger.check("shape of W^O (torch's out_proj)", shape(mha.out_proj.weight), "[512, 512]")
-    concat = np.concatenate([[1.0, 2.0], [3.0, 4.0]])  # one token's outputs from heads 1 and 2
-    W_O = np.column_stack([[1, 0, 1, 0], [0, 1, 0, 1]]).astype(float)  # the page's two columns
-    ledger.check("W^O example: concatenation", concat, "[1, 2, 3, 4]")
-    ledger.check("W^O example: [1, 2, 3, 4] W^O", concat @ W_O, "[4, 6]")
+    H = torch.tensor([[1.0, 2.0], [3.0, 4.0]], dtype=F64)  # one token's outputs from heads 1 and 2, [h, d_k]
+    joined = concat(H[None, :, None, :])[0, 0]  # [B, h, T, d_k] = [1, 2, 1, 2] -> [B, T, h d_k] -> [4]
+    ledger.check("W^O example: concatenation", joined, "[1, 2, 3, 4]")
+    W_O = torch.tensor([[1, 0, 1, 0], [0, 1, 0, 1]], dtype=F64).T  # the page's two columns, [4, 2]
+    ledger.check("W^O example: [1, 2, 3, 4] W^O", torch.tensor([1.0, 2.0, 3.0, 4.0], dtype=F64) @ W_O, "[4, 6]")
     outputs = {}
     with torch.no_grad():
         for T in (3, 10):
@@ -155,18 +158,17 @@ def section_5(ledger, concat=join_heads):
     ledger.skip("2025 T3 Quiz 1, Q183", "the page leaves the answer to the question bank")
 
 
-def section_6(ledger):
+def section_6(ledger, encoder_layer_type=nn.TransformerEncoderLayer):
     ledger.section("6. The encoder layer")
     torch.manual_seed(0)
-    encoder = nn.TransformerEncoder(nn.TransformerEncoderLayer(512, 8, 2048, dropout=0.0), 6,
-                                    enable_nested_tensor=False)
+    encoder = nn.TransformerEncoder(encoder_layer_type(512, 8, 2048, dropout=0.0), 6, enable_nested_tensor=False)
     x = torch.randn(50, 512)  # [T, d_model], one sentence
     with torch.no_grad():
         for i, layer in enumerate(encoder.layers, start=1):  # each layer has its own weights
             x = layer(x)
             ledger.check(f"shape after encoder layer {i} of 6, input [50, 512]", shape(x), "[50, 512]")
     ledger.check("2026 T1 Quiz 1, Q4: output of the 6th layer", shape(x), "[50, 512]")
-    small = nn.TransformerEncoderLayer(64, 4, 256, batch_first=True)
+    small = encoder_layer_type(64, 4, 256, batch_first=True)
     with torch.no_grad():
         y = small(torch.randn(5, 20, 64))  # 5 sentences padded to 20 tokens, d_model 64
     ledger.check("2026 T1 End Term FN, Q4: numbers in the output volume 5 x 20 x 64", y.numel(), "6400")
@@ -178,10 +180,10 @@ def encoder_layer(d=512, f=2048):
     return nn.TransformerEncoderLayer(d, 8, f, device="meta")  # shapes only, no numbers
 
 
-def section_7(ledger):
+def section_7(ledger, make_layer=encoder_layer, split=split_heads):
     ledger.section("7. Counting parameters, d = 512, f = 2048 (biases and affine norms counted)")
     d, f = 512, 2048
-    layer = encoder_layer(d, f)
+    layer = make_layer(d, f)
     attn, ffn = layer.self_attn, [layer.linear1, layer.linear2]
     ledger.check("Q, K, V and W^O weights (torch's in_proj and out_proj weights)",
                  attn.in_proj_weight.numel() + attn.out_proj.weight.numel(), "1,048,576")
@@ -197,9 +199,10 @@ def section_7(ledger):
     ledger.check("course shorthand, in millions", f"{n_params(layer) / 1e6:.2f}M", "3.15M")
     stack = nn.TransformerEncoder(layer, 6, enable_nested_tensor=False)
     ledger.check("six independently parameterised layers (torch)", n_params(stack), "18,914,304")
-    ledger.check("FFN / attention (page: about twice)", sum(n_params(m) for m in ffn) / n_params(attn), "2")
-    W_Q = attn.in_proj_weight[:d]  # torch stores W^Q, W^K, W^V stacked: [3d, d], W^Q first
-    ledger.check("one head's W_Q, d_model 512, d_k 64 (head 1's rows of torch's W^Q)", W_Q[:64].numel(), "32,768")
+    ledger.within("FFN / attention (page: about twice)", sum(n_params(m) for m in ffn) / n_params(attn), ABOUT_TWICE)
+    W_Q = attn.in_proj_weight[:d].T  # [d, d]: Q = x W_Q (torch stores W^Q, W^K, W^V stacked, each [out, in])
+    W_Q_heads = split(W_Q[None], attn.num_heads)[0]  # [h, d, d_k]: head i's share, split as the queries are
+    ledger.check("one head's W_Q, d_model 512, d_k 64 (head 1's rows of torch's W^Q)", W_Q_heads[0].numel(), "32,768")
     B, h, T = 4, 2, 12
     torch.manual_seed(0)
     probe = nn.MultiheadAttention(8, h, batch_first=True)
@@ -212,17 +215,24 @@ def section_7(ledger):
     ledger.check("doubling T multiplies the score entries by", doubled.numel() / per_head.numel(), "4")
 
 
+def scaled_variances(widths, seed=42, pairs=20_000):
+    """Var(q.k / sqrt(d_k)) at each width, from week1/02's draws: one generator, and per width q
+    then k, `pairs` standard normal rows each (a copy of its dot_products; a test holds them equal)."""
+    rng = np.random.default_rng(seed)
+    scaled_vars = []
+    for d_k in widths:
+        q, k = rng.standard_normal((pairs, d_k)), rng.standard_normal((pairs, d_k))  # [pairs, d_k] each
+        scaled_vars.append(((q * k).sum(axis=1) / np.sqrt(d_k)).var())  # Var(q.k / sqrt(d_k))
+    return scaled_vars
+
+
 def check_yourself(ledger, softmax=softmax, concat=join_heads):
     ledger.section("Check yourself")
     ledger.skip("1. why one fixed context vector is a problem", "a conceptual answer, no number")
     ledger.check("2. context for scores [2, 0], states [1, 0] and [0, 1]",
                  softmax(np.array([2.0, 0.0])) @ np.eye(2), "[0.881, 0.119]")
-    rng = np.random.default_rng(42)  # the draws of 02_dot_product_variance
-    scaled_vars = []
-    for d_k in (4, 16, 64, 256):
-        q, k = rng.standard_normal((20000, d_k)), rng.standard_normal((20000, d_k))
-        scaled_vars.append(((q * k).sum(axis=1) / np.sqrt(d_k)).var())  # Var(q.k / sqrt(d_k))
-    ledger.check("3. scaled variances for d_k = 4, 16, 64, 256", scaled_vars, "[1.011, 0.992, 0.997, 0.992]")
+    ledger.check("3. scaled variances for d_k = 4, 16, 64, 256", scaled_variances((4, 16, 64, 256)),
+                 "[1.011, 0.992, 0.997, 0.992]")
     _, glued = run_heads(concat)
     ledger.check("4. concatenation width, 8 heads of width 64", glued.shape[-1], "512")
     ledger.check("4. shape of W^O (torch's out_proj)", shape(nn.MultiheadAttention(512, 8).out_proj.weight),

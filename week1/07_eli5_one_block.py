@@ -10,8 +10,9 @@ original paper ("Attention Is All You Need") uses post-norm. Both wirings here u
 ELI5 block's causal attention (the Week 1 encoder's is unmasked), so that LayerNorm's
 place is the only difference.
 
-Prints the 'sat' row at every stage, the attention weights and their sums, what attention
-and the wiring change, three comparisons with torch's own layer, and the parameter count.
+Prints the 'sat' row at every stage, the attention weights the block used and their sums,
+how far 'sat' moves when 'the' changes, whether the wiring changes the output, three
+comparisons with torch's own layer, and the parameter count.
 Setup: 3 words, d_model 4, one causal head, FFN width 16, torch.manual_seed(42), float64,
 LayerNorms with random gamma and beta. Notes: week1/NOTES.md, section 07.
 """
@@ -33,17 +34,22 @@ WORDS = ["the", "cat", "sat"]
 WRITTEN = 16  # the live window writes every number of a grid at most this wide in its cell
 STEADY = 0.01  # LayerNorm is steady if its output moves by under 1% of what its input moved
 ROW_SUM = 1e-6  # a row "sums to 1" within this: the six decimals printed (float64 rounds at about 1e-16)
+MOVED = 1e-9  # a row "moves" if a number in it changes by more than this (float64 rounds at about 1e-16)
 
 
 class CausalSelfAttention(nn.Module):
-    """Multi-head self-attention where a word may look only at itself and earlier words."""
+    """Multi-head self-attention where a word may look only at itself and earlier words.
+    Keeps the weights of its last call in self.attn [batch, h, seq, seq] (The Annotated
+    Transformer's habit), so the lesson prints the weights the block used."""
 
     def __init__(self, mha):
         super().__init__()
         self.mha = mha
+        self.attn = None
 
     def forward(self, x):  # x: (batch, seq, d_model)
-        out, _ = self.mha(x, x, x, attn_mask=causal_mask(x.size(1)), need_weights=False)  # True = blocked: the future
+        out, self.attn = self.mha(x, x, x, attn_mask=causal_mask(x.size(1)),  # True = blocked: the future
+                                  need_weights=True, average_attn_weights=False)  # attn: one table per head
         return out
 
 
@@ -124,6 +130,11 @@ def grid(t):
     return " x ".join(map(str, t.shape[-2:]))
 
 
+def week1_formula(d, f):
+    """Week 1, section 7: one layer's learnable numbers, fully counted, 4d^2 + 2df + f + 9d."""
+    return 4 * d * d + 2 * d * f + f + 9 * d
+
+
 def lesson(args):
     """'the cat sat' through the block stage by stage, its weights, and the checks against torch."""
     d, h, f = args.d_model, args.heads, args.d_ff
@@ -131,18 +142,16 @@ def lesson(args):
 
     with torch.no_grad():
         grids = stages(block, x)
+        A = block.attention.attn[0]  # [h, 3, 3]: the weights the block's attention used on LN1(x) just now
         print(f"words {WORDS}: a [{grid(x)}] grid, one row per word, columns = meaning")
         print(f"  {'stage':<24}{'grid':<10}the 'sat' row")
         for name, value in grids.items():
             print(f"  {name:<24}{f'[{grid(value)}]':<9} {vec(value[0, -1], 2, shown=8)}")
-        normed, mixed = grids["LN1(x)"], grids["x + attention"]
         print("  (LN1, LN2 = LayerNorm; their gamma and beta are random, as after training, so a row need not")
         print("   average 0. FFN widened = ReLU(row W_1 + b_1): negatives set to 0; folded back = row W_2 + b_2)")
         print(f"  (attention rewrites the sat row by mixing in the words before it;\n"
               f"   the FFN widens it to {f} numbers and folds it back to {d})")
 
-        A = block.attention.mha(normed, normed, normed, attn_mask=causal_mask(len(WORDS)),
-                                average_attn_weights=False)[1][0]  # [h, 3, 3]: the weights, through the block's mask
         for i, head in enumerate(A, start=1):
             print(f"attention weights{f' of head {i}' if h > 1 else ''} "
                   "(row = word, column = the word it looks at):")
@@ -154,10 +163,17 @@ def lesson(args):
         worst = (sums - 1).abs().max().item()
         record("each row sums to 1, none of it on future words", worst < ROW_SUM and future == 0, value=worst,
                threshold="every row within 1e-6 of 1; future weight exactly 0")
-        changed = not torch.equal(x[0, -1], mixed[0, -1])
-        print(f"'sat' row changed by attention: {changed}")
-        record("attention rewrites the sat row", changed, value=changed,
-               threshold="the row after x + attention differs from x")
+
+        back = A[:, -1, :-1].sum(-1)  # [h]: sat's weight on the words before it, per head
+        changed = x.clone()
+        changed[0, 0, 0] += 1.0  # 'the' changed: 1 added to its first number (LN1 would undo a shift of all)
+        moved = (block.attention(block.norm1(changed)) - grids["attention(LN1(x))"])[0, -1].abs().max().item()
+        print(f"'sat' mixes in the words before it: its weight on 'the' and 'cat' "
+              f"{f'{back[0]:.4f}' if h == 1 else f'{vec(back)} (one per head)'};\n"
+              f"  with 1 added to the first number of 'the', its attention(LN1(x)) row moves by {moved:.4f}")
+        record("attention rewrites the sat row", back.min().item() > 0 and moved > MOVED, value=moved,
+               threshold="sat's weight on the earlier words above 0 in every head, and its attention(LN1(x)) row "
+               "moves (by more than 1e-9) when 'the' changes")
 
         pre, post = block(x), post_norm(block, x)
         same = torch.allclose(pre, post)
@@ -173,11 +189,12 @@ def lesson(args):
             print(f"max |{wiring} by hand - torch TransformerEncoderLayer(norm_first={norm_first})|="
                   f"{(mine - theirs).abs().max().item():.8f}")
 
-    formula = 4 * d * d + 2 * d * f + f + 9 * d  # Week 1, section 7
+    formula = week1_formula(d, f)
     print(f"parameters: ELI5 block={n_params(block):,}; torch layer={n_params(torch_layer):,}; "
           f"Week 1 formula 4d^2+2df+f+9d={formula:,}")
-    record("the block holds the Week 1 formula's numbers", n_params(block) == n_params(torch_layer) == formula,
-           value=n_params(block), threshold=f"= {formula:,}, and torch's layer the same")
+    record("the block holds the Week 1 formula's numbers", n_params(block) == formula, value=n_params(block),
+           threshold=f"= {formula:,}, 4d^2 + 2df + f + 9d (torch's layer is no second check: the block re-uses "
+           "its attention and FFN)")
     print("LayerNorm placement: ELI5 block = pre-norm (before each sublayer);\n"
           "  original paper = post-norm (after each residual addition)")
 
@@ -189,12 +206,11 @@ def shortcuts_and_norms(block, x, grids):
     """The snippet's comments, measured: the "+ x" keeps the original; the two things added
     must have one shape; LayerNorm steadies the values before each sublayer."""
     added = grids["attention(LN1(x))"] + grids["FFN folded back"]  # all the two sublayers contributed
-    kept = (grids["x + FFN = block output"] - added - x).abs().max().item()
+    kept = (block(x) - added - x).abs().max().item()
     print("the \"+ x\" shortcuts: block output - what the two sublayers added = x itself, to rounding:")
     print(f"max |block(x) - attention part - FFN part - x|={kept:.8f}")
-    cancelled = x + (-x)  # a sublayer that has learned F(x) = -x (week2/15 measures the gradient through one)
-    print(f"  \"never lost\" holds while the sublayers let it:\n"
-          f"    one that outputs F(x) = -x leaves x + F(x) = {vec(cancelled[0, -1], 2)} for 'sat'")
+    print("  \"never lost\" holds while the sublayers let it: a sublayer that had learned F(x) = -x\n"
+          "    would leave x + F(x) = 0, and x would be lost (an illustration: no such sublayer here)")
     widened = grids["FFN widened"]  # [1, 3, f]
     print(f"the two things added must have one shape: x [{grid(x)}] + FFN widened [{grid(widened)}]:")
     residual_widths(x, widened)

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.blocks import causal_mask, feed_forward, sinusoidal_pe
+from common.blocks import causal_mask, feed_forward, sinusoidal_pe, split_heads
 from common.cli import SEED, Lesson, knob
 from common.printing import n_params, vec, yes
 from common.records import UPHOLDS
@@ -614,16 +614,20 @@ def counts_by_what_is_included(make_layer):
     return Finding("; ".join(f"{how} {n:,}" for how, n in counts.items()), len(set(counts.values())) > 1)
 
 
-def torch_counts(d, h, f):
-    """torch's own counts for one encoder layer; head 1's W^Q is the first d_k rows of the W^Q block."""
+def torch_counts(d, h, f, split=split_heads):
+    """torch's own counts for one encoder layer; head 1's W^Q is its share of W^Q as the heads
+    are split (common/blocks.py's split_heads, the split every attention here makes)."""
     layer = nn.TransformerEncoderLayer(d, h, f, device="meta")
-    W_Q = layer.self_attn.in_proj_weight[:d]  # [d, d]: rows 0..d-1 of in_proj_weight
+    W_Q = layer.self_attn.in_proj_weight[:d].T  # [d, d]: Q = x W_Q (torch stores W^Q, W^K, W^V stacked, [out, in])
+    W_Q_heads = split(W_Q[None], h)[0]  # [h, d, d_k]: head i's columns of W_Q, the ones that make its queries
     return {"attention": n_params(layer.self_attn), "FFN": n_params(layer.linear1) + n_params(layer.linear2),
-            "layer": n_params(layer), "head 1's W^Q": W_Q[: d // h].numel()}
+            "LayerNorms": n_params(layer.norm1) + n_params(layer.norm2), "layer": n_params(layer),
+            "head 1's W^Q": W_Q_heads[0].numel()}
 
 
 def course_round_numbers(d, h, f):
-    """The belief's world: the ebook's mnemonic and the slide's value, taken as exact."""
+    """The belief's world: the numbers the page says the ebook and the slide state (not
+    measured: nothing here has these counts), taken as exact."""
     return {"attention": 1_000_000, "FFN": 2_000_000, "layer": 3_000_000, "head 1's W^Q": 32_178}
 
 
@@ -633,8 +637,8 @@ def exact_counts(count):
     d, h, f = 512, 8, 2048
     c = count(d, h, f)
     head = c["head 1's W^Q"]
-    seen = (f"attention {c['attention']:,} + FFN {c['FFN']:,} (+ LayerNorms) = {c['layer']:,} in the layer; "
-            f"head 1's W^Q {head:,}")
+    parts = " + ".join(f"{part} {c[part]:,}" for part in ("attention", "FFN", "LayerNorms") if part in c)
+    seen = f"{parts} = {c['layer']:,} in the layer; head 1's W^Q {head:,}"
     return Finding(seen, c["layer"] == 4 * d * d + 2 * d * f + f + 9 * d and head == d * (d // h))
 
 
@@ -665,9 +669,10 @@ def section_7(ledger):
                   ("torch's nn.TransformerEncoderLayer", counts_by_what_is_included(torch_encoder_layer_512)),
                   ("a bare FFN", counts_by_what_is_included(bare_ffn_512)))
     ledger.belief(19, 'the ebook\'s "1M + 2M = 3M" and the slide\'s 32,178 are exact counts',
-                  "count torch's encoder layer at d = 512, h = 8, d_ff = 2048, and one head's W^Q (a 512-by-64 block)",
+                  "count torch's encoder layer at d = 512, h = 8, d_ff = 2048, and one head's W^Q (its share of "
+                  "torch's W^Q as split_heads splits the queries into 8 heads)",
                   ("torch's counts", exact_counts(torch_counts)),
-                  ("the round numbers, as if they were counts", exact_counts(course_round_numbers)))
+                  ("the page's stated numbers, not measured, taken as counts", exact_counts(course_round_numbers)))
     ledger.belief(20, "attention cost grows linearly with length",
                   "count the score entries B h T^2 in torch's weights for B = 4, h = 2, T = 12, 24, 48",
                   ("torch's nn.MultiheadAttention", score_entries(torch_score_table)),

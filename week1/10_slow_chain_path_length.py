@@ -141,9 +141,10 @@ def lesson(args):
     for T, (r_steps, r_size, _), (a_steps, a_size, _) in zip(Ts, results["RNN"], results["attention"],
                                                             strict=True):
         print(f"{T:5d} | {r_steps:9d} {r_size:10.2e} | {a_steps:15d} {a_size:14.2e}")
+    smallest = min(size for name in models for _, size, _ in results[name])  # the table's smallest size
     print("  (steps: tanh or softmax layers that word 1's signal passes one after another, counted in")
     print("   torch's autograd graph; size: |d out_T / d x_1|, how much the output at word T moves when")
-    print("   word 1 moves; 1.5e-15 means 0.0000000000000015)")
+    print(f"   word 1 moves; {smallest:.1e} means {readable(smallest)})")
     T, rnn, att = Ts[-1], results["RNN"], results["attention"]
     print(f"At T={T}, word 1's size / the average word's size: RNN {readable(rnn[-1][2], 2)}, "
           f"attention {att[-1][2]:.2f}")

@@ -11,9 +11,10 @@ quadruples the score entries", "Attention is not linear in length".
 
 Prints torch's encoder layer counted two ways beside the two formulas, then the same
 layer run by hand on a 5-word and a 500-word sentence, every tensor counted, and a
-verdict on each claim. Setup: the page's sizes d = 512, f = 2048, h = 8; the layer built
-afresh from torch.manual_seed(42) for each length, so "the same weights" is measured,
-not assumed; float64. Notes: week1/NOTES.md, section 14.
+verdict on each claim. Setup: the page's sizes d = 512, f = 2048, h = 8; one layer from
+torch.manual_seed(42), float64, run on both sentences; its parameters (names, shapes,
+values) are compared with a copy taken before, so "the same weights" is measured, not
+assumed. Notes: week1/NOTES.md, section 14.
 """
 import math
 import sys
@@ -81,6 +82,12 @@ def encoder_layer_by_hand(X, layer):
     return acts["Y"], acts
 
 
+def unchanged(layer, before):
+    """Are the layer's parameters still `before` ({name: tensor}): the same names, shapes and values?"""
+    now = dict(layer.named_parameters())
+    return now.keys() == before.keys() and all(torch.equal(now[name], before[name]) for name in now)
+
+
 SHAPES = {"Q": "[B, T, d]", "K": "[B, T, d]", "V": "[B, T, d]", "scores": "[B, h, T, T]",
           "A": "[B, h, T, T]", "heads": "[B, h, T, d_k]", "MHA": "[B, T, d]", "U": "[B, T, d]",
           "hidden": "[B, T, f]", "FFN": "[B, T, d]", "Y": "[B, T, d]"}
@@ -104,19 +111,17 @@ def lesson(args):
     print(f"  (biases and LayerNorms add f + 9d = {f + 9 * d:,} numbers: "
           f"{(f + 9 * d) / fully_counted(d, f):.1%} of the layer)")
 
-    layers, acts, outputs = {}, {}, {}
+    before = {name: p.detach().clone() for name, p in layer.named_parameters()}  # the weights before any sentence
+    acts, outputs, params, kept = {}, {}, {}, {}
     with torch.no_grad():
-        for T in lengths:  # each length gets a layer built afresh from the same seed, then its words
-            torch.manual_seed(args.seed)
-            layers[T] = build_layer(d, h, f)
+        for T in lengths:  # the one layer on a sentence of each length
             X = torch.randn(1, T, d, dtype=torch.float64)  # [B, T, d]: one sentence of T words
-            outputs[T], acts[T] = encoder_layer_by_hand(X, layers[T])
+            outputs[T], acts[T] = encoder_layer_by_hand(X, layer)
             if T == args.short:
-                gap = (outputs[T] - layers[T](X)).abs().max().item()
+                gap = (outputs[T] - layer(X)).abs().max().item()
+            params[T], kept[T] = n_params(layer), unchanged(layer, before)  # counted and compared after this length
     short, long = lengths
-    params = {T: n_params(layers[T]) for T in lengths}
-    same_weights = params[short] == params[long] and all(
-        torch.equal(a, b) for a, b in zip(layers[short].parameters(), layers[long].parameters(), strict=True))
+    same_weights = all(kept.values())
     print(f"\nThe same layer run by hand on one sentence (B=1) of {short} and of {long} words:")
     print(f"  {'':<26}{f'T={short}':>12}{f'T={long}':>14}  grows")
     print(f"  {'parameters':<26}{params[short]:>12,}{params[long]:>14,}  {times(params[long], params[short])}")

@@ -163,6 +163,10 @@ def lesson(args):
     ratio = un["grads"][0][0] / sc["grads"][0][0]
     print(f"At step 1 the gradient reaching W_Q is {readable(ratio, 1)} times the scaled head's: "
           f"{'larger, not close to zero' if ratio > 1 else 'smaller'}.")
+    record("at step 1 the unscaled head's gradient is larger, not close to zero", None, value=ratio,
+           threshold="the gradient reaching W_Q, unscaled / scaled, above 1",
+           why="the page says nothing of step 1: its 'then the gradients are close to zero' is judged late in "
+           "training (below); this line shows where that 'then' does not yet hold")
     print(f"  (an unscaled score moves sqrt(d_k) = {math.sqrt(d_k):.0f} times as far when W_Q moves; but "
           f"{un['before']['untouched']:.0%} of the\n   queries give their own word under {UNTOUCHED:g} of "
           "their weight, and can hardly push it up)")
@@ -223,7 +227,8 @@ def lesson(args):
            threshold=f"below {STALLED:g}", shown=left, why="the page makes no claim about a smaller rate")
     record("a smaller rate lets the unscaled head learn, more slowly", None,
            value=f"{loss_left(slow):.2f} of its start; {slow['after']['loss']:.2f} against {sc['after']['loss']:.2f}",
-           threshold=f"held-out loss after / before below {STALLED:g}; after above the scaled head's")
+           threshold=f"held-out loss after / before below {STALLED:g}; after above the scaled head's",
+           why="the page makes no claim about a smaller rate")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it
