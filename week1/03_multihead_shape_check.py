@@ -21,7 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, Lesson, int_range, knob, too_big
-from common.records import retire
 
 import torch
 import torch.nn as nn
@@ -72,9 +71,6 @@ def lesson(args):
     print(f"heads [B,h,T,d_k]=[{','.join(map(str, heads.shape))}]; concat={list(concat.shape)}")
     print(f"  ({args.heads} heads, each reading {heads.shape[-1]} of the {args.d_model} numbers per word; "
           f"glued side by side they are {concat.shape[-1]} wide again)")
-    retire("the heads concatenate back to d_model",
-           "it could not fail: concat @ W_O.T refuses a concatenation that is not d_model wide before it was "
-           "recorded; the gap to torch's module below judges the glued heads (run_all's noise ceiling)")
 
     reference, _ = mha(x, x, x, need_weights=False)  # [B, T, d_model]: torch's own layer
     print(f"max |manual - torch.nn.MultiheadAttention|={(out - reference).abs().max().item():.8f}")
