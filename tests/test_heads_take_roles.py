@@ -407,7 +407,7 @@ def verdict_of(show, name, *args):
 def test_one_heads_verdict_is_held_at_its_edges(ht):
     """One head fails a blank where the two answers are different nouns: below 50% (0.49, not
     0.50); more heads fill both: above 80% (0.81, not 0.80)."""
-    # week1/NOTES.md, section 16: the lone head, (a) 0.09 to 0.37 there over seeds, the others above 0.89
+    # week1/NOTES.md, section 16: the lone head, (a) 0.08 to 0.37 there over seeds, the others above 0.89
     assert one_way(ht, {1: clash(0.49, 0.95), 2: clash(0.81, 0.81)})[0] == UPHOLDS
     assert one_way(ht, {1: clash(0.95, 0.49), 2: clash(0.81, 0.81)})[0] == UPHOLDS  # either blank
     assert one_way(ht, {1: clash(0.50, 0.50), 2: clash(0.99, 0.99)})[0] == CONTRADICTS  # one head failed nothing

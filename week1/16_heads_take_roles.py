@@ -229,13 +229,18 @@ def by_hand_vs_torch(model, tokens):
 
 # ---------------------------------------------------------------- measuring, at held-out words
 
-ROLE, LOW = 0.5, 0.2  # share bands; a head "looks at" X (its role): ROLE or more on X, under LOW on the other
-RIGHT, WRONG = 0.80, 0.50  # accuracy bands: right above RIGHT, broken below WRONG
+ROLE = 0.5  # a head "looks at" X (its role): ROLE or more of its weight on X ...
+LOW = 0.2  # ... and under LOW on the other look
+RIGHT = 0.80  # a blank is filled right above this share
+WRONG = 0.50  # and broken below this one
 AGREE = 1e-6  # the page's formula and torch's agree: float64 rounding is about 1e-16, a wrong formula 1e-2 or more
-FILLED, BROKEN, KEPT = f"above {RIGHT:.0%}", f"below {WRONG:.0%}", f"{WRONG:.0%} or more"  # a blank's bands
-ON, OFF = f"{ROLE:.2f} or more", f"under {LOW:.2f}"  # a head's share: on its role's look, on the other look
+FILLED = f"above {RIGHT:.0%}"  # the bands printed beside the numbers: a blank filled right,
+BROKEN = f"below {WRONG:.0%}"  # a blank a knock-out breaks,
+KEPT = f"{WRONG:.0%} or more"  # a blank a knock-out leaves unbroken,
+ON = f"{ROLE:.2f} or more"  # a head's share on its role's look,
+OFF = f"under {LOW:.2f}"  # and on the other look
 IN_BAND = {FILLED: lambda share: share > RIGHT, BROKEN: lambda share: share < WRONG, KEPT: lambda share: share >= WRONG,
-           ON: lambda share: share >= ROLE, OFF: lambda share: share < LOW}
+           ON: lambda share: share >= ROLE, OFF: lambda share: share < LOW}  # band -> is a number in it?
 
 
 def row_kinds(tokens, seen=None):
