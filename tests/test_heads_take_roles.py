@@ -1,14 +1,17 @@
-"""week1/16_heads_take_roles: its attention is torch's (and the run says so in a noise line
-the check judges), its knock-out is a head's output zeroed, its Adam is torch's; it scores
+"""week1/16_heads_take_roles: its attention (common/blocks.py's, every head at once) is torch's
+(and the run says so in a noise line the check judges), its knock-out is a head's output
+zeroed, its training is torch.optim.Adam with a rate falling linearly to 0; it scores
 only held-out words (whose sentence so far was never trained on), counts a clash only where
 the two answers are two different nouns, and judges the noun head on the first noun, so a
 head on the latest noun fails; every threshold and condition of its verdicts is pinned by a
-value on each side; trained, its heads take the two roles its figure shows, another seed
-swaps them, and its role verdicts turn with one head or a one-look task. Its output is the
+value on each side, and each number it prints stands beside the band its record judges it
+by; trained, its heads take the two roles its figure shows, another seed swaps them, and its
+role verdicts turn with one head or a one-look task. Its output (bands in place of its numbers) is the
 same bytes under the kernel settings that change training trajectories
 (tests/test_portability.py runs the whole check under each of them)."""
 import contextlib
 import io
+import math
 import re
 
 from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
@@ -33,6 +36,7 @@ PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or mo
               "  noun): head 1: as the page says",
               "Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share 0.50 or",
               "  more, under 0.20 on the word just before): head 2: as the page says"]
+# the claims, in order (each number printed beside a band has a record of its own too)
 CHECKS = ["attention by hand is torch's", "held-out words: blanks filled right",
           "held-out words with two different nouns: blanks filled right", "head 1 takes one role",
           "head 2 takes one role", "a head looks at the word just before", "another head looks at the first noun",
@@ -70,117 +74,147 @@ def verdicts(out):
 
 # ---------------------------------------------------------------- the pieces against torch's
 
-def random_weights(d=8, seed=0):
+def layer(ht, heads, d=8, seed=0):
+    """The lesson's attention layer at width d, its weights drawn as the lesson draws them, in float64."""
     torch.manual_seed(seed)
-    return {name: torch.randn(d, d, dtype=torch.float64) / d ** 0.5 for name in ("W_Q", "W_K", "W_V", "W_O")}
+    return ht.OneLayer(heads, d).double()
 
 
-def torch_mha(weights, heads):
+def torch_mha(model):
     """nn.MultiheadAttention with the same weights. nn.Linear computes x W^T, so each of the
-    script's matrices (used as x @ W) goes in transposed."""
-    d = len(weights["W_Q"])
-    mha = nn.MultiheadAttention(d, heads, bias=False, batch_first=True, dtype=torch.float64)
+    lesson's matrices (used as x @ W) goes in transposed."""
+    d = len(model.W_Q)
+    mha = nn.MultiheadAttention(d, model.heads, bias=False, batch_first=True, dtype=torch.float64)
     with torch.no_grad():
-        mha.in_proj_weight.copy_(torch.cat([weights["W_Q"].T, weights["W_K"].T, weights["W_V"].T]))
-        mha.out_proj.weight.copy_(weights["W_O"].T)
+        mha.in_proj_weight.copy_(torch.cat([model.W_Q.T, model.W_K.T, model.W_V.T]))
+        mha.out_proj.weight.copy_(model.W_O.T)
     return mha
 
 
 @pytest.mark.parametrize("heads", [1, 2, 4])
 def test_attention_is_torchs_multihead_attention_with_a_causal_mask(ht, heads):
-    weights = random_weights()
+    model = layer(ht, heads)
     x = torch.randn(3, 7, 8, dtype=torch.float64)
-    out, alpha = ht.self_attention(x, weights, heads)
-    future = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)  # True: may not look
-    theirs, their_alpha = torch_mha(weights, heads)(x, x, x, attn_mask=future, average_attn_weights=False)
+    with torch.no_grad():
+        out, A = model.self_attention(x)
+        future = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)  # True: may not look
+        theirs, their_A = torch_mha(model)(x, x, x, attn_mask=future, average_attn_weights=False)
+        fast, no_weights = model.self_attention(x, fast=True)  # the fast path beside the page's formula
     torch.testing.assert_close(out, theirs, rtol=0, atol=1e-12)
-    torch.testing.assert_close(alpha, their_alpha, rtol=0, atol=1e-12)
-    torch.testing.assert_close(alpha.sum(-1), torch.ones(3, heads, 7, dtype=torch.float64))
-    assert alpha[..., future].abs().max().item() == 0  # the future gets exactly 0
-    torch.testing.assert_close(ht.torch_self_attention(x, weights, heads), theirs, rtol=0, atol=1e-12)  # the twin
+    torch.testing.assert_close(A, their_A, rtol=0, atol=1e-12)
+    torch.testing.assert_close(A.sum(-1), torch.ones(3, heads, 7, dtype=torch.float64))
+    assert A[..., future].abs().max().item() == 0  # the future gets exactly 0
+    torch.testing.assert_close(fast, theirs, rtol=0, atol=1e-12)
+    assert no_weights is None
 
 
-def per_head_sdpa(weights, x, heads, scale=None, is_causal=True, zeroed=()):
+def test_the_fast_path_is_the_pages_formula_at_the_lessons_sizes(ht, trained):
+    """torch's F.scaled_dot_product_attention beside the page's formula, on the trained weights
+    in float32 as the training runs them, a batch of the held-out sentences (T = 17)."""
+    _, held, model = trained
+    with torch.no_grad():
+        x = model.embed(held[:64])
+        torch.testing.assert_close(model.self_attention(x, fast=True)[0], model.self_attention(x)[0],
+                                   rtol=1e-5, atol=1e-5)
+
+
+def per_head_sdpa(model, x, scale=None, is_causal=True, zeroed=()):
     """Each head by F.scaled_dot_product_attention, then joined and blended by W_O; the heads
     in `zeroed` have their output set to 0 before the join."""
     B, T, d = x.shape
-    d_k = d // heads
+    d_k = d // model.heads
 
     def split(t):
-        return t.view(B, T, heads, d_k).transpose(1, 2)
+        return t.view(B, T, model.heads, d_k).transpose(1, 2)
 
-    Q, K, V = (split(x @ weights[name]) for name in ("W_Q", "W_K", "W_V"))
+    Q, K, V = (split(x @ W) for W in (model.W_Q, model.W_K, model.W_V))
     out = F.scaled_dot_product_attention(Q, K, V, is_causal=is_causal, scale=scale)  # [B, h, T, d_k]
     out = out.clone()
     out[:, list(zeroed)] = 0
-    return out.transpose(1, 2).reshape(B, T, d) @ weights["W_O"]
+    return out.transpose(1, 2).reshape(B, T, d) @ model.W_O
 
 
+@torch.no_grad()
 def test_attention_is_sdpa_and_the_comparison_catches_the_classic_mistakes(ht):
-    weights, heads = random_weights(), 2
+    model = layer(ht, 2)
     x = torch.randn(3, 7, 8, dtype=torch.float64)
-    mine = ht.self_attention(x, weights, heads)[0]
-    torch.testing.assert_close(mine, per_head_sdpa(weights, x, heads), rtol=0, atol=1e-12)
+    mine = model.self_attention(x)[0]
+    torch.testing.assert_close(mine, per_head_sdpa(model, x), rtol=0, atol=1e-12)
     # what a dropped 1/sqrt(d_k), or no mask, would give: far outside that tolerance
-    assert (mine - per_head_sdpa(weights, x, heads, scale=1.0)).abs().max().item() > 1e-2
-    assert (mine - per_head_sdpa(weights, x, heads, is_causal=False)).abs().max().item() > 1e-2
+    assert (mine - per_head_sdpa(model, x, scale=1.0)).abs().max().item() > 1e-2
+    assert (mine - per_head_sdpa(model, x, is_causal=False)).abs().max().item() > 1e-2
 
 
-class NoSqrt:
-    """math with sqrt returning 1: the script's `/ math.sqrt(d_k)` dropped."""
-    def __getattr__(self, name):
-        return (lambda x: 1.0) if name == "sqrt" else getattr(__import__("math"), name)
+def unscaled_attention(Q, K, V, mask=None):
+    """common.blocks.attention with its 1/sqrt(d_k) dropped: softmax(Q K^T + M) V."""
+    A = torch.softmax((Q @ K.transpose(-2, -1)).masked_fill(mask, -math.inf), dim=-1)
+    return A @ V, A
+
+
+def mask_one_off(T):
+    """A causal mask one place off: each word also sees the word after it."""
+    return torch.triu(torch.ones(T, T, dtype=torch.bool), diagonal=2)
 
 
 @pytest.mark.parametrize("mistake", ["no 1/sqrt(d_k)", "mask one place off"])
 def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained, monkeypatch, mistake):
     """The run's own noise line: at most 1e-6 as written (float64 rounding), and far above the
-    check's ceiling with the classic mistakes planted in the hand-written attention."""
+    check's ceiling with the classic mistakes planted in the page's formula."""
     # week1/NOTES.md, section 16: the noise line's ceiling, and what a broken formula gives
     _, held, model = trained
-    gap = ht.by_hand_vs_torch(model, held, ht.HEADS)
+    gap = ht.by_hand_vs_torch(model, held)
     assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
     if mistake == "no 1/sqrt(d_k)":
-        monkeypatch.setattr(ht, "math", NoSqrt())
+        monkeypatch.setattr(ht, "attention", unscaled_attention)
     else:
-        monkeypatch.setattr(ht, "MASK", torch.triu(torch.ones(17, 17, dtype=torch.bool), diagonal=2))  # sees 1 ahead
-    broken = ht.by_hand_vs_torch(model, held, ht.HEADS)
+        monkeypatch.setattr(ht, "causal_mask", mask_one_off)
+    broken = ht.by_hand_vs_torch(model, held)
     assert broken > 1e-2 and not run_all.is_noise(f"{broken:.8f}")
 
 
-def test_a_dropped_scale_fails_the_check_itself(ht, monkeypatch):
-    """End to end: with `/ math.sqrt(d_k)` dropped, the run's noise line is over the check's
+def test_a_dropped_scale_fails_the_check_itself(ht):
+    """End to end: with the 1/sqrt(d_k) dropped, the run's noise line is over the check's
     ceiling, so run_all refuses it by name, and its record contradicts the page."""
     # week1/NOTES.md, section 16: a broken formula fails the check itself
-    monkeypatch.setattr(ht, "math", NoSqrt())
-    out, records = run_main(ht, "--steps", "5")
+    out, records = run_main(ht, "--steps", "5", attention=unscaled_attention)
     assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
     assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
 @pytest.mark.parametrize("knock_out", [(0,), (1,), (2,), (1, 3)])
+@torch.no_grad()
 def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
     # week1/NOTES.md, section 16: the knock-out
-    weights, heads = random_weights(), 4
+    model, d_k = layer(ht, 4), 8 // 4
     x = torch.randn(3, 7, 8, dtype=torch.float64)
-    knocked = ht.self_attention(x, weights, heads, knock_out)[0]
-    torch.testing.assert_close(knocked, per_head_sdpa(weights, x, heads, zeroed=knock_out), rtol=0, atol=1e-12)
-    assert (knocked - ht.self_attention(x, weights, heads)[0]).abs().max().item() > 1e-2  # it did something
+    knocked = model.self_attention(x, knock_out)[0]
+    torch.testing.assert_close(knocked, per_head_sdpa(model, x, zeroed=knock_out), rtol=0, atol=1e-12)
+    assert (knocked - model.self_attention(x)[0]).abs().max().item() > 1e-2  # it did something
+    assert torch.equal(model.W_O, layer(ht, 4).W_O)  # the model's own W_O is left whole
     # The same knock-out in torch's module: its out_proj.weight holds W_O transposed, so there
     # the knocked-out head's numbers are columns.
-    mha, d_k = torch_mha(weights, heads), 8 // heads
-    with torch.no_grad():
-        for h in knock_out:
-            mha.out_proj.weight[:, h * d_k:(h + 1) * d_k] = 0
+    mha = torch_mha(model)
+    for h in knock_out:
+        mha.out_proj.weight[:, h * d_k:(h + 1) * d_k] = 0
     future = torch.triu(torch.ones(7, 7, dtype=torch.bool), diagonal=1)
     torch.testing.assert_close(knocked, mha(x, x, x, attn_mask=future)[0], rtol=0, atol=1e-12)
 
 
-def test_its_adam_is_the_shared_one(ht):
-    """The training's optimiser is common.blocks.adam_step, which tests/test_common.py holds
-    to torch.optim.Adam to the last bit."""
-    from common import blocks
-    assert ht.adam_step is blocks.adam_step and ht.adam_state is blocks.adam_state
+def test_the_training_is_torchs_adam_at_a_rate_falling_linearly_to_0(ht, monkeypatch):
+    """torch.optim.Adam, one step per batch, at LR (1 - (step - 1) / steps) for steps 1, 2, ...:
+    the rate each step of a 4-step training is taken at."""
+    # week1/NOTES.md, section 16: the training
+    rates = []
+
+    class Watched(torch.optim.Adam):
+        def step(self, closure=None):
+            rates.append(self.param_groups[0]["lr"])
+            return super().step(closure)
+
+    monkeypatch.setattr(torch.optim, "Adam", Watched)
+    stream, _ = ht.training_and_held_out(3, 4)
+    ht.train(3, 2, "both", stream)
+    assert rates == [ht.LR, 0.75 * ht.LR, 0.5 * ht.LR, 0.25 * ht.LR]
 
 
 def test_positions_are_week2_03s_table_and_the_mask_hides_the_future(ht):
@@ -307,9 +341,14 @@ def test_role_thresholds_are_pinned_on_both_sides(ht):
     # week1/NOTES.md, section 16: ROLE, LOW and the bands at their edges
     assert ht.roles([(0.50, 0.19), (0.19, 0.50)]) == ["before", "nouns"]
     assert ht.roles([(0.49, 0.0), (0.0, 0.49), (0.60, 0.20), (0.20, 0.60)]) == [None] * 4
-    assert [ht.share_band(s) for s in (0.19, 0.20, 0.49, 0.50)] == ["under 0.20", "0.20 to 0.50", "0.20 to 0.50",
-                                                                    "0.50 or more"]
-    assert [ht.band(s) for s in (0.81, 0.80, 0.50, 0.49)] == ["above 80%", "50% to 80%", "50% to 80%", "below 50%"]
+    # the bands printed beside the numbers, each judged on both sides of its edge
+    assert (ht.ON, ht.OFF, ht.FILLED, ht.BROKEN, ht.KEPT) == ("0.50 or more", "under 0.20", "above 80%", "below 50%",
+                                                             "50% or more")
+    edges = {ht.ON: (0.50, 0.49), ht.OFF: (0.19, 0.20), ht.FILLED: (0.81, 0.80), ht.BROKEN: (0.49, 0.50),
+             ht.KEPT: (0.50, 0.49)}  # (inside, outside)
+    assert set(edges) == set(ht.IN_BAND)
+    for band, (inside, outside) in edges.items():
+        assert ht.IN_BAND[band](inside) and not ht.IN_BAND[band](outside), band
     assert ht.ROLE_RULE == "share 0.50 or more on one look, under 0.20 on the other"  # formatted from them
 
 
@@ -353,17 +392,22 @@ def clash(a, b, role=None):
 
 def one_way(ht, measured, task="both"):
     """The one-head verdict's outcome through the lesson's own show_one_head(), and its lines."""
+    return verdict_of(ht.show_one_head, "one head can only focus one way", measured, 2, task)[:2]
+
+
+def verdict_of(show, name, *args):
+    """The outcome of the check `name` that show(*args) records, what it printed, and the
+    outcomes of the records of its printed numbers by name."""
     with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
-        ht.show_one_head(measured, 2, task)
-    (record,) = records
-    assert record["name"] == "one head can only focus one way"
-    return record["outcome"], out.getvalue()
+        show(*args)
+    (verdict,) = [r for r in records if r["name"] == name]
+    return verdict["outcome"], out.getvalue(), {r["name"]: r["outcome"] for r in records if "shown" in r}
 
 
 def test_one_heads_verdict_is_held_at_its_edges(ht):
     """One head fails a blank where the two answers are different nouns: below 50% (0.49, not
     0.50); more heads fill both: above 80% (0.81, not 0.80)."""
-    # week1/NOTES.md, section 16: the lone head, (a) 0.09 to 0.37 there over seeds, the others above 0.89
+    # week1/NOTES.md, section 16: the lone head, (a) 0.08 to 0.37 there over seeds, the others above 0.89
     assert one_way(ht, {1: clash(0.49, 0.95), 2: clash(0.81, 0.81)})[0] == UPHOLDS
     assert one_way(ht, {1: clash(0.95, 0.49), 2: clash(0.81, 0.81)})[0] == UPHOLDS  # either blank
     assert one_way(ht, {1: clash(0.50, 0.50), 2: clash(0.99, 0.99)})[0] == CONTRADICTS  # one head failed nothing
@@ -371,11 +415,29 @@ def test_one_heads_verdict_is_held_at_its_edges(ht):
     assert one_way(ht, {1: clash(0.1, 0.95), 2: clash(0.99, 0.99), 4: clash(0.99, 0.79)})[0] == CONTRADICTS
 
 
+def test_the_one_head_table_prints_each_number_beside_the_band_it_is_judged_by(ht):
+    """The one head's blanks below 50% are judged by that band (or, failing none, its worse
+    blank is, and its record turns); more heads' blanks by above 80%."""
+    _, out, numbers = verdict_of(ht.show_one_head, "one head can only focus one way",
+                                 {1: clash(0.2, 0.95), 2: clash(0.99, 0.81)}, 2, "both")
+    assert "  1 head               (a) 20.0% (below 50%), (b) 95.0%; its head: no single role" in out
+    assert "  2 heads (above)      (a) 99.0% (above 80%), (b) 81.0% (above 80%)" in out
+    assert numbers == {"1 head, two different nouns: blank (a) filled right": UPHOLDS,
+                       "1 head, two different nouns: blank (b) filled right": NOT_TESTED,
+                       "2 heads, two different nouns: blank (a) filled right": UPHOLDS,
+                       "2 heads, two different nouns: blank (b) filled right": UPHOLDS}
+    _, out, numbers = verdict_of(ht.show_one_head, "one head can only focus one way",
+                                 {1: clash(0.95, 0.50), 2: clash(0.99, 0.80)}, 2, "both")
+    assert "  1 head               (a) 95.0%, (b) 50.0% (below 50%)" in out
+    assert numbers["1 head, two different nouns: blank (b) filled right"] == CONTRADICTS
+    assert numbers["2 heads, two different nouns: blank (b) filled right"] == CONTRADICTS
+
+
 def test_a_lone_head_that_looks_both_ways_turns_the_verdict(ht, trained):
     """The wrong world: a "one head" that is in fact the trained two-head model, which fills both
     blanks where the answers are different nouns: the verdict turns, and says so."""
     stream, held, model = trained
-    two = ht.measure(model, held, 2, ht.seen_in_training(held, stream))
+    two = ht.measure(model, held, ht.seen_in_training(held, stream))
     outcome, out = one_way(ht, {1: dict(two, roles=[None]), 2: two})
     assert outcome == CONTRADICTS and "one head fails no blank at those words" in out
 
@@ -396,11 +458,7 @@ def knocked_alone(*accuracies, roles=None, everything=(1.0, 1.0)):
 
 def caution(ht, m, task="both"):
     """The caution's outcome through the lesson's own show_more_heads(), and its lines."""
-    with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
-        ht.show_more_heads(m, task)
-    (record,) = records
-    assert record["name"] == "heads need not find distinct, readable roles"
-    return record["outcome"], out.getvalue()
+    return verdict_of(ht.show_more_heads, "heads need not find distinct, readable roles", m, task)[:2]
 
 
 def test_a_spare_head_breaks_no_blank_held_at_the_edge(ht):
@@ -413,6 +471,17 @@ def test_a_spare_head_breaks_no_blank_held_at_the_edge(ht):
     outcome, out = caution(ht, knocked_alone((0.3, 1.0), (0.99, 0.81), (0.99, 0.95), (0.99, 0.81), roles=roles))
     assert outcome == UPHOLDS and out.splitlines()[2] == ("  roles: 1 on the word just before, 3 on the first noun, "
                                                           "0 with no single role")
+    # each spare head's blanks beside the band the caution reads them by; the others bare
+    _, out, numbers = verdict_of(ht.show_more_heads, "heads need not find distinct, readable roles",
+                                 knocked_alone((0.3, 1.0), (0.99, 0.50), roles=roles[:2]), "both")
+    assert "  head 1 knocked out alone      (a) 30.0%, (b) 100.0%" in out.splitlines()
+    assert "  head 2 knocked out alone      (a) 99.0% (50% or more), (b) 50.0% (50% or more)" in out.splitlines()
+    assert numbers == {"2 heads, all heads: blank (a) filled right": UPHOLDS,
+                       "2 heads, all heads: blank (b) filled right": UPHOLDS,
+                       "2 heads, head 1 knocked out alone: blank (a) filled right": NOT_TESTED,
+                       "2 heads, head 1 knocked out alone: blank (b) filled right": NOT_TESTED,
+                       "2 heads, head 2 knocked out alone: blank (a) filled right": UPHOLDS,
+                       "2 heads, head 2 knocked out alone: blank (b) filled right": UPHOLDS}
 
 
 def test_heads_that_each_do_a_job_of_their_own_turn_the_caution(ht, trained):
@@ -421,7 +490,7 @@ def test_heads_that_each_do_a_job_of_their_own_turn_the_caution(ht, trained):
     outcome, out = caution(ht, knocked_alone((0.3, 1.0), (1.0, 0.2), (0.49, 0.9), (0.9, 0.45)))
     assert outcome == CONTRADICTS and "every head knocked out alone breaks a blank (below 50%)" in out
     stream, held, model = trained
-    two = ht.measure(model, held, 2, ht.seen_in_training(held, stream))
+    two = ht.measure(model, held, ht.seen_in_training(held, stream))
     assert caution(ht, two)[0] == CONTRADICTS
 
 
@@ -444,14 +513,26 @@ def test_default_run_prints_the_pages_picture(runs):
                              "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head "
                              "the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
                              "as the page says", ONE_WAY, MORE_HEADS]
-    assert "  1 head               below 50%         above 80%         its head: no single role" in out
-    assert "  2 heads (above)      above 80%         above 80%" in out
-    assert "  4 heads              above 80%         above 80%" in out
-    assert "  roles: 1 on the word just before, 3 on the first noun, 0 with no single role" in out
-    assert "  head 1 knocked out              below 50%         above 80%" in out
-    assert "  head 2 knocked out              above 80%         below 50%" in out
-    assert [r["name"] for r in result.records] == CHECKS
-    assert {r["outcome"] for r in result.records} == {UPHOLDS}
+    banded, problems = result.compared()  # each number as the check reads it: the band its record judges it by
+    assert not problems
+    for line in ["  1 head               (a) ‹below 50%› (below 50%), (b) ‹not judged›; its head: no single role",
+                 "  2 heads (above)      (a) ‹above 80%› (above 80%), (b) ‹above 80%› (above 80%)",
+                 "  4 heads              (a) ‹above 80%› (above 80%), (b) ‹above 80%› (above 80%)",
+                 "  roles: 1 on the word just before, 3 on the first noun, 0 with no single role",
+                 "  head 1 knocked out              (a) ‹below 50%› (below 50%), (b) ‹above 80%› (above 80%)",
+                 "  head 2 knocked out              (a) ‹above 80%› (above 80%), (b) ‹below 50%› (below 50%)",
+                 "  head 1: on the word just before ‹0.50 or more› (0.50 or more), on the first noun ‹under 0.20› "
+                 "(under 0.20):"]:
+        assert line in banded.splitlines(), line
+    assert [r["name"] for r in result.records if "shown" not in r] == CHECKS
+    for r in result.records:  # every other record is a printed number's: judged by the band printed beside it
+        if "shown" in r:
+            assert (r["threshold"] is None) == (r["outcome"] == NOT_TESTED), r
+            beside = f"{r['shown']} ({r['threshold']})" if r["threshold"] else r["shown"]
+            assert beside in out, r
+    judged = [r for r in result.records if "shown" in r and r["threshold"]]
+    assert len(judged) == 27 and {r["outcome"] for r in judged} == {UPHOLDS}
+    assert {r["outcome"] for r in result.records if r["name"] in CHECKS} == {UPHOLDS}
 
 
 @pytest.mark.reads(DEFAULT)
@@ -478,10 +559,10 @@ def test_figure_shows_each_head_on_its_role(ht, trained):
     seen = ht.seen_in_training(held, stream)
     k, _ = ht.example_sentence(held, seen)
     sentence = held[k][held[k] != ht.PAD]
-    head_roles = ht.measure(model, held, ht.HEADS, seen)["roles"]
+    head_roles = ht.measure(model, held, seen)["roles"]
     assert head_roles == ["before", "nouns"]
     new_from = seen[k].tolist().index(False)
-    fig = ht.plot(ht.attention_maps(model, sentence, ht.HEADS), sentence, head_roles, new_from)
+    fig = ht.plot(ht.attention_maps(model, sentence), sentence, head_roles, new_from)
     shown = [np.asarray(ax.images[0].get_array()) for ax in fig.axes[:ht.HEADS]]
     words = [ht.WORDS[t] for t in sentence.tolist()]
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == words
@@ -509,7 +590,7 @@ def test_other_seeds_swap_the_roles(runs):
     heads = []
     for run in (DEFAULT, SWAPPED):
         out = runs[run].stdout
-        assert line in out.splitlines() and {r["outcome"] for r in runs[run].records} == {UPHOLDS}
+        assert line in out.splitlines() and {r["outcome"] for r in runs[run].records if "shown" not in r} == {UPHOLDS}
         heads.append([re.search(r"\): head (\d): as the page says", v).group(1) for v in verdicts(out)[:2]])
     assert heads == [["1", "2"], ["2", "1"]]
 
@@ -531,8 +612,10 @@ def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
     assert records["knocking out a role breaks its blank only"] == NOT_TESTED
     assert records["another head looks at the first noun"] == CONTRADICTS
     if run == ONE_HEAD:  # one head: where the two answers are two different nouns, blank (a) fails
-        line = next(x for x in out.splitlines() if x.startswith("  words whose two answers are different nouns"))
-        assert line.split(")")[-1].split() == ["below", "50%", "above", "80%"]
+        share = next(r for r in runs[run].records
+                     if r["name"] == "held-out words with two different nouns: blank (a) filled right")
+        assert share["value"] < 0.5 and f"(a) {share['shown']} (above 80%)" in out
+        assert records["held-out words with two different nouns: blank (a) filled right"] == CONTRADICTS
         assert records["held-out words with two different nouns: blanks filled right"] == CONTRADICTS
 
 

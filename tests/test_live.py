@@ -764,10 +764,12 @@ def test_head_picker_opens_on_the_printed_sentence_and_shows_each_printed_role_a
             cell = row[11 + 17 * c:11 + 17 * c + 16].strip()  # f"  {word:8} " then f"{cell:16} " per head
             if not cell.startswith("-"):  # "- (no noun yet)": no place to look
                 assert words[top[i]] == cell.split()[0] and (top[i] == i) == cell.endswith("(itself)")
-        knocked = re.search(rf"^  head {h} knocked out +(\S+ \S+) +(\S+ \S+)$", out, flags=re.M).groups()
-        everything = re.search(r"^  all heads +(\S+ \S+) +(\S+ \S+)$", out, flags=re.M).groups()
+        row = r"\(a\) (\S+%)(?: \(.*?\))?, \(b\) (\S+%)"  # "(a) 22.9% (below 50%), (b) 100.0% (above 80%)"
+        knocked = re.search(rf"^  head {h} knocked out +{row}", out, flags=re.M).groups()
+        everything = re.search(rf"^  all heads +{row}", out, flags=re.M).groups()  # (the first: the lesson's heads)
         bars = [bar.get_height() for bar in view.fig.axes[1].patches[:4]]
-        assert tuple(map(module.band, bars[:2])) == everything and tuple(map(module.band, bars[2:])) == knocked
+        assert tuple(f"{bar:.1%}" for bar in bars[:2]) == everything  # the printed numbers
+        assert tuple(f"{bar:.1%}" for bar in bars[2:]) == knocked
         assert bars[:2] == [m["all"]["a"], m["all"]["b"]]  # all heads: measure()'s own numbers
         own = dict(m["knocked"])[(h - 1,)]
         assert bars[2:] == [own["a"], own["b"]]  # this head's own knock-out, not another's
@@ -777,7 +779,7 @@ def test_the_red_boxes_are_where_each_role_says_in_the_window_and_the_figure():
     name = "week1/16_heads_take_roles"
     view, module, _, (model, held, heads, m, example) = window(name)
     assert set(m["roles"]) == {"before", "nouns"}  # both roles are drawn below
-    figure = module.plot(module.attention_maps(model, example, heads), example, m["roles"], new_from=1)
+    figure = module.plot(module.attention_maps(model, example), example, m["roles"], new_from=1)
     for h, ax in enumerate(figure.axes[:heads]):
         assert red_boxes(ax) == role_boxes(module, example, m["roles"][h])
     for slider, value in (("head", 1), ("sentence", 9), ("head", 2), ("sentence", 30), ("head", 1), ("sentence", 1)):
@@ -785,7 +787,7 @@ def test_the_red_boxes_are_where_each_role_says_in_the_window_and_the_figure():
         h, k = int(view.widgets["head"].val), int(view.widgets["sentence"].val)
         sentence = held[k - 1][held[k - 1] != module.PAD]
         assert red_boxes(view.fig.axes[0]) == role_boxes(module, sentence, m["roles"][h - 1])
-        assert np.array_equal(view.fig.axes[0].images[0].get_array(), module.attention_maps(model, sentence, 2)[h - 1])
+        assert np.array_equal(view.fig.axes[0].images[0].get_array(), module.attention_maps(model, sentence)[h - 1])
         words = [t.get_text() for t in view.fig.axes[0].texts if t.get_text()]
         assert words == [module.WORDS[t] for t in sentence.tolist()] * 2  # along both sides of the map
 

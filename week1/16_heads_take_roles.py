@@ -1,80 +1,93 @@
 """Heads take roles: trained from scratch, one looks at the word just before, another at the (first) noun.
 
 Page: ELI5 Part 3 "One block: mix, then think", section "Many heads at once" and its Try it
-box: "Head 1 looks at the previous word, Head 2 at the nouns. The block blends them all."
+box: "Head 1 looks at the previous word, Head 2 at the nouns. The block blends them all.";
+Week 1, section 5: MHA(X) = Concat(H_1, ..., H_h) W^O.
 
-    x = E[word] + PE(p)                                 (word vector + sinusoidal position tag)
-    head i:  softmax(Q_i K_i^T / sqrt(d_k) + M) V_i     (M: -inf on later words, the causal mask)
-    z = x + concat(head 1, ..., head h) W_O             (the heads side by side, blended by W_O)
-    read-outs: z R_a, z R_b                             (a score per word for each blank)
+    x = E[word] + PE(p)                                   (word vector + sinusoidal position tag)
+    head i:  H_i = softmax(Q_i K_i^T / sqrt(d_k) + M) V_i (M: -inf on later words, the causal mask)
+    z = x + Concat(H_1, ..., H_h) W_O                     (the heads side by side, blended by W_O)
+    read-outs: z R_a, z R_b                               (a score per word for each blank)
 
 At every word of made-up sentences ("the big box ate the old bird and ..."), the model fills
-two blanks: (a) the word just before me, (b) the first noun so far. Prints the attention by
-hand against torch's; the blanks filled right at held-out words; where each head looks and
-a verdict on each role; what knocking out each head breaks, and a verdict on the blend; the
-example sentence row by row; the same training with one head and with four, a verdict on
-each; saves a figure.
+two blanks: (a) the word just before me, (b) the first noun so far. Prints the attention
+against torch's; the blanks filled right at held-out words; where each head looks and a
+verdict on each role; what knocking out each head breaks, and a verdict on the blend; the
+example sentence row by row; the same training with one head and with four, a verdict on each
+(every trained number beside the band its claim needs); saves a figure.
 Setup (the page trains nothing): one layer of causal self-attention, 2 heads, d_model 32, no
-FFN or LayerNorm; 200 steps of Adam on 64 fresh sentences each. Notes: week1/NOTES.md,
-section 16.
+FFN or LayerNorm; 200 steps of torch.optim.Adam, its rate falling linearly to 0, on 64 fresh
+sentences each. Notes: week1/NOTES.md, section 16.
 """
+import copy
 import math
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import REPO_ROOT, run
-from common.blocks import adam_state, adam_step, causal_mask, sinusoidal_pe
+from common.blocks import attention, causal_mask, join_heads, sinusoidal_pe, split_heads
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, show
 from common.progress import Progress
-from common.records import check, said
+from common.records import record, said
 
 import numpy as np
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 D_MODEL = 32  # d_model, numbers per word
 HEADS = 2  # heads (d_k = D_MODEL / heads)
 T_MAX = 17  # the longest sentence: two clauses of 8 words and "and"
+PE = sinusoidal_pe(T_MAX, D_MODEL)  # [T_MAX, d]: the position tags (Week 2 section 5), sliced to a sentence's length
 
 
-def self_attention(x, model, heads, knock_out=()):
-    """Causal multi-head self-attention, by hand. x [B, T, d] -> out [B, T, d], alpha [B, h, T, T].
-    Each head reads its own slice of Q, K and V (d_k = d / heads numbers); the heads' outputs
-    stand side by side in concat = [head 1 | head 2 | ...], and out = concat @ W_O blends them.
-    knock_out: heads (0-based) whose rows of W_O, the d_k rows that read that head's slice
-    of concat, are set to 0, so nothing the head found reaches out."""
-    B, T, d = x.shape
-    d_k = d // heads
+class OneLayer(nn.Module):
+    """One layer of causal multi-head self-attention, added to the word's own vector, then a
+    read-out per blank. The weights as the page writes them, each used as x W (row vectors):
+    E [N_WORDS, d]; W_Q, W_K, W_V, W_O [d, d]; R_a, R_b [d, N_WORDS]."""
 
-    def split(t):  # [B, T, d] -> [B, h, T, d_k]
-        return t.view(B, T, heads, d_k).transpose(1, 2)
+    def __init__(self, heads, d=D_MODEL):
+        super().__init__()
+        self.heads = heads
+        self.E = nn.Parameter(torch.randn(N_WORDS, d))  # word vectors ~ N(0, 1)
+        self.W_Q, self.W_K, self.W_V, self.W_O = (nn.Parameter(torch.randn(d, d) / math.sqrt(d)) for _ in range(4))
+        self.R_a, self.R_b = (nn.Parameter(torch.randn(d, N_WORDS) / math.sqrt(d)) for _ in range(2))
 
-    Q, K, V = split(x @ model["W_Q"]), split(x @ model["W_K"]), split(x @ model["W_V"])
-    scores = (Q @ K.transpose(-1, -2) / math.sqrt(d_k)).masked_fill(MASK[:T, :T], -math.inf)  # [B, h, T, T]
-    alpha = torch.softmax(scores, dim=-1)  # each row sums to 1; a later word gets 0
-    concat = (alpha @ V).transpose(1, 2).reshape(B, T, d)  # [B, T, d]: [head 1 | head 2 | ...]
-    W_O = model["W_O"]
-    if knock_out:
-        W_O = W_O.clone()
-        for h in knock_out:
-            W_O[h * d_k:(h + 1) * d_k] = 0  # row r of W_O is what number r of concat adds to out
-    return concat @ W_O, alpha
+    def self_attention(self, x, knock_out=(), fast=False):
+        """x [B, T, d] -> out [B, T, d] and the weights A [B, h, T, T] (None if fast).
+        knock_out: heads (0-based) whose d_k rows of W_O, the rows that read that head's slice
+        of concat, are set to 0, so nothing the head found reaches out. fast: torch's
+        F.scaled_dot_product_attention in place of the page's formula (the run compares the two)."""
+        B, T, d = x.shape
+        d_k = d // self.heads
+        Q = split_heads(x @ self.W_Q, self.heads)  # [B, h, T, d_k]
+        K = split_heads(x @ self.W_K, self.heads)  # [B, h, T, d_k]
+        V = split_heads(x @ self.W_V, self.heads)  # [B, h, T, d_k]
+        if fast:  # torch's fused kernel: the same H, no weights kept
+            H, A = F.scaled_dot_product_attention(Q, K, V, is_causal=True), None
+        else:  # the page's formula, every head at once: H [B, h, T, d_k], A [B, h, T, T]
+            H, A = attention(Q, K, V, mask=causal_mask(T))  # softmax(Q K^T / sqrt(d_k) + M) V
+        concat = join_heads(H)  # [B, T, d]: [head 1 | head 2 | ...]
+        W_O = self.W_O  # [d, d]: row r is what number r of concat adds to out
+        if knock_out:
+            W_O = W_O.clone()
+            for i in knock_out:
+                W_O[i * d_k:(i + 1) * d_k] = 0  # head i's rows
+        return concat @ W_O, A  # [B, T, d]
 
+    def embed(self, tokens):
+        """x = E[word] + PE(p): [B, T] word ids -> [B, T, d]."""
+        return F.embedding(tokens, self.E) + PE[:tokens.shape[1]]
 
-def forward(model, tokens, heads, knock_out=()):
-    """Word vector + position tag, one attention layer added on (the residual, as on the
-    page's block), then two read-outs. Returns scores for blank (a) and (b), [B, T, N_WORDS] each,
-    and the attention weights [B, h, T, T]."""
-    x = F.embedding(tokens, model["E"]) + PE[: tokens.shape[1]]  # [B, T, d]
-    out, alpha = self_attention(x, model, heads, knock_out)
-    z = x + out  # [B, T, d]
-    return z @ model["read_a"], z @ model["read_b"], alpha
-
-
-PE, MASK = sinusoidal_pe(T_MAX, D_MODEL), causal_mask(T_MAX)  # made once, sliced to a batch's length
+    def forward(self, tokens, knock_out=(), fast=False):
+        """Scores for blank (a) and blank (b), [B, T, N_WORDS] each, and the weights A [B, h, T, T]."""
+        x = self.embed(tokens)  # [B, T, d]
+        out, A = self.self_attention(x, knock_out, fast)
+        z = x + out  # [B, T, d]: the residual, as on the page's block
+        return z @ self.R_a, z @ self.R_b, A
 
 
 # ---------------------------------------------------------------- the toy grammar's sentences and the two blanks
@@ -164,76 +177,70 @@ def seen_in_training(tokens, stream):
                          for row in tokens.numpy().astype(np.uint8)])
 
 
-# ---------------------------------------------------------------- the model's weights and its training
+# ---------------------------------------------------------------- training
 
 TASKS = {"both": ("a", "b"), "previous-only": ("a",), "noun-only": ("b",)}  # --task: the blanks trained
 COMPARED = (1, 4)  # the same training with these numbers of heads too, beside --heads
 MORE = 4  # the run with more heads than the task has jobs, for Week 1 section 5's caution
 
 
-def build_model(seed, d=D_MODEL):
-    """The weights, as plain tensors: word vectors E [N_WORDS, d]; W_Q, W_K, W_V, W_O [d, d]; the
-    read-outs of the two blanks [d, N_WORDS]. Matrices ~ N(0, 1/d), word vectors ~ N(0, 1)."""
+def build_model(seed, heads):
+    """The starting weights, from torch.manual_seed(seed): word vectors ~ N(0, 1), matrices ~ N(0, 1/d)."""
     torch.manual_seed(seed)
-    model = {"E": torch.randn(N_WORDS, d)}
-    for name in ("W_Q", "W_K", "W_V", "W_O"):
-        model[name] = torch.randn(d, d) / math.sqrt(d)
-    for name in ("read_a", "read_b"):
-        model[name] = torch.randn(d, N_WORDS) / math.sqrt(d)
-    return {name: w.requires_grad_() for name, w in model.items()}
+    return OneLayer(heads)
 
 
-def loss_of(model, tokens, blanks, heads, task):
-    """Cross-entropy of each blank the task asks for (blanks: {"a": [B, T], "b": [B, T]}), added."""
-    scores = dict(zip("ab", forward(model, tokens, heads)[:2], strict=True))
-    return sum(F.cross_entropy(scores[q].reshape(-1, N_WORDS), blanks[q].reshape(-1), ignore_index=NONE)
-               for q in TASKS[task])
+def loss_of(scores, blanks, task):
+    """Cross-entropy of each blank the task asks for, added. scores: blank (a)'s and (b)'s
+    [B, T, N_WORDS]; blanks: their answers [B, T]."""
+    return sum(F.cross_entropy(s.reshape(-1, N_WORDS), answer.reshape(-1), ignore_index=NONE)
+               for q, s, answer in zip("ab", scores, blanks, strict=True) if q in TASKS[task])
 
 
 def train(seed, heads, task, stream):
-    """From random weights (seed), one Adam step per batch of stream [steps, BATCH, T],
-    learning rate LR falling linearly to 0. Returns the model."""
-    model = build_model(seed)
-    params = list(model.values())
-    state = adam_state(params)
+    """From random weights (seed), one step of Adam per batch of stream [steps, BATCH, T], its
+    learning rate LR at step 1 falling linearly to 0. Returns the model."""
+    model = build_model(seed, heads)
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     steps = len(stream)
-    before, first, _ = answers(stream.view(-1, stream.shape[-1]))
-    blanks = {"a": before.view(stream.shape), "b": first.view(stream.shape)}  # [steps, BATCH, T] each
+    schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1 - done / steps)  # LR (1 - done / steps)
+    before, first, _ = (t.view(stream.shape) for t in answers(stream.view(-1, T_MAX)))  # [steps, BATCH, T]
     with Progress("training step", steps) as progress:
-        for step in range(1, steps + 1):
-            loss = loss_of(model, stream[step - 1], {q: b[step - 1] for q, b in blanks.items()}, heads, task)
-            for p in params:
-                p.grad = None
+        for step, (tokens, a, b) in enumerate(zip(stream, before, first, strict=True), 1):
+            scores_a, scores_b, _ = model(tokens)
+            loss = loss_of((scores_a, scores_b), (a, b), task)
+            optimizer.zero_grad()
             loss.backward()
-            with torch.no_grad():
-                adam_step(params, [p.grad for p in params], state, step, LR * (1 - (step - 1) / steps))
+            optimizer.step()
+            schedule.step()
             progress.update(step)
     return model
 
 
-def torch_self_attention(x, model, heads):
-    """The same layer by torch: F.scaled_dot_product_attention(is_causal=True) on each head's
-    slice of Q, K and V, the heads joined, then W_O. x [B, T, d] -> [B, T, d]."""
-    B, T, d = x.shape
-    Q, K, V = (t.view(B, T, heads, d // heads).transpose(1, 2) for t in (x @ model[w] for w in ("W_Q", "W_K", "W_V")))
-    return F.scaled_dot_product_attention(Q, K, V, is_causal=True).transpose(1, 2).reshape(B, T, d) @ model["W_O"]
-
-
 @torch.no_grad()
-def by_hand_vs_torch(model, tokens, heads):
-    """max |by hand - torch| of the attention layer's output on tokens [N, T], with the trained
-    weights in float64 (rounding then stays near 1e-16 on every CPU; a wrong scale or mask
-    moves it by 1e-2 or more)."""
-    model64 = {name: w.double() for name, w in model.items()}
-    x = F.embedding(tokens, model64["E"]) + PE[: tokens.shape[1]].double()  # [N, T, d]
-    return (self_attention(x, model64, heads)[0] - torch_self_attention(x, model64, heads)).abs().max().item()
+def by_hand_vs_torch(model, tokens):
+    """max |page's formula - torch's fused kernel| of the attention layer's output on tokens
+    [N, T], with the trained weights in float64 (rounding then stays near 1e-16 on every CPU;
+    a wrong scale or mask moves it by 1e-2 or more)."""
+    model64 = copy.deepcopy(model).double()
+    x = model64.embed(tokens)  # [N, T, d]
+    return (model64.self_attention(x)[0] - model64.self_attention(x, fast=True)[0]).abs().max().item()
 
 
 # ---------------------------------------------------------------- measuring, at held-out words
 
-ROLE, LOW = 0.5, 0.2  # share bands; a head "looks at" X (its role): ROLE or more on X, under LOW on the other
-RIGHT, WRONG = 0.80, 0.50  # accuracy bands: right above RIGHT, broken below WRONG
-AGREE = 1e-6  # by hand and torch agree: float64 rounding is about 1e-16, a wrong formula 1e-2 or more
+ROLE = 0.5  # a head "looks at" X (its role): ROLE or more of its weight on X ...
+LOW = 0.2  # ... and under LOW on the other look
+RIGHT = 0.80  # a blank is filled right above this share
+WRONG = 0.50  # and broken below this one
+AGREE = 1e-6  # the page's formula and torch's agree: float64 rounding is about 1e-16, a wrong formula 1e-2 or more
+FILLED = f"above {RIGHT:.0%}"  # the bands printed beside the numbers: a blank filled right,
+BROKEN = f"below {WRONG:.0%}"  # a blank a knock-out breaks,
+KEPT = f"{WRONG:.0%} or more"  # a blank a knock-out leaves unbroken,
+ON = f"{ROLE:.2f} or more"  # a head's share on its role's look,
+OFF = f"under {LOW:.2f}"  # and on the other look
+IN_BAND = {FILLED: lambda share: share > RIGHT, BROKEN: lambda share: share < WRONG, KEPT: lambda share: share >= WRONG,
+           ON: lambda share: share >= ROLE, OFF: lambda share: share < LOW}  # band -> is a number in it?
 
 
 def row_kinds(tokens, seen=None):
@@ -257,28 +264,28 @@ def row_kinds(tokens, seen=None):
 
 
 @torch.no_grad()
-def accuracy(model, tokens, heads, rows, knock_out=()):
+def accuracy(model, tokens, rows, knock_out=()):
     """{"a": share right, "b": share right} over the rows marked in rows [N, T]."""
-    scores = dict(zip("ab", forward(model, tokens, heads, knock_out)[:2], strict=True))
+    scores = dict(zip("ab", model(tokens, knock_out)[:2], strict=True))
     blanks = dict(zip("ab", answers(tokens)[:2], strict=True))
     return {q: ((scores[q].argmax(-1) == blanks[q]) & rows).sum().item() / rows.sum().item() for q in "ab"}
 
 
-def looks(alpha, tokens, rows):
-    """Per head, averaged over the rows marked in rows [N, T]: the share of its weight alpha
+def looks(A, tokens, rows):
+    """Per head, averaged over the rows marked in rows [N, T]: the share of its weight A
     [N, h, T, T] on the word just before, and on the first noun (the one blank (b) asks for).
     [(on_before, on_first_noun), ...]."""
-    N, heads, T, _ = alpha.shape
+    N, heads, T, _ = A.shape
     first_at = answers(tokens)[2].clamp(max=T - 1)  # [N, T]
-    on_before = F.pad(torch.diagonal(alpha, -1, 2, 3), (1, 0))  # [N, h, T]: word i's weight on word i - 1
-    on_first = alpha.gather(3, first_at[:, None, :, None].expand(N, heads, T, 1))[..., 0]  # [N, h, T]
+    on_before = F.pad(torch.diagonal(A, -1, 2, 3), (1, 0))  # [N, h, T]: word i's weight on word i - 1
+    on_first = A.gather(3, first_at[:, None, :, None].expand(N, heads, T, 1))[..., 0]  # [N, h, T]
     return [(on_before[:, h][rows].mean().item(), on_first[:, h][rows].mean().item()) for h in range(heads)]
 
 
 @torch.no_grad()
-def shares(model, tokens, heads, rows):
+def shares(model, tokens, rows):
     """looks() of the trained heads on tokens, over rows."""
-    return looks(forward(model, tokens, heads)[2], tokens, rows)
+    return looks(model(tokens)[2], tokens, rows)
 
 
 def roles(head_shares):
@@ -287,22 +294,22 @@ def roles(head_shares):
     return ["before" if b >= ROLE and n < LOW else "nouns" if n >= ROLE and b < LOW else None for b, n in head_shares]
 
 
-def measure(model, held, heads, seen=None):
+def measure(model, held, seen=None):
     """Every number the verdicts are made of, over the held-out words (seen: the words trained
     on, left out; see row_kinds): row counts, accuracies (all rows, clash rows), each head's
     shares and role, and the accuracies with heads knocked out: each head alone, then, where
     a role has several heads, all of them at once. knocked: [(heads, accuracy)]."""
     kinds = row_kinds(held, seen)
-    head_shares = shares(model, held, heads, kinds["telling"])
+    head_shares = shares(model, held, kinds["telling"])
     head_roles = roles(head_shares)
-    groups = [(h,) for h in range(heads)]
+    groups = [(h,) for h in range(model.heads)]
     groups += [g for g in (tuple(h for h, r in enumerate(head_roles) if r == role) for role in ("before", "nouns"))
                if len(g) > 1]
     return {"rows": {kind: int(rows.sum()) for kind, rows in kinds.items()},
-            "all": accuracy(model, held, heads, kinds["answerable"]),
-            "clash": accuracy(model, held, heads, kinds["clash"]),
+            "all": accuracy(model, held, kinds["answerable"]),
+            "clash": accuracy(model, held, kinds["clash"]),
             "shares": head_shares, "roles": head_roles,
-            "knocked": [(g, accuracy(model, held, heads, kinds["answerable"], knock_out=g)) for g in groups]}
+            "knocked": [(g, accuracy(model, held, kinds["answerable"], knock_out=g)) for g in groups]}
 
 
 def filled(acc, trained):
@@ -310,14 +317,23 @@ def filled(acc, trained):
     return all(acc[q] > RIGHT for q in trained)
 
 
+def own_blank(group, head_roles, trained):
+    """The blank a knock-out of these heads should break: (a) for the previous-word role, (b) for
+    the noun role; None (not tested) when they have no role in common, or a blank is not trained."""
+    role = {head_roles[h] for h in group}
+    if len(role) > 1 or None in role or len(trained) < 2:
+        return None
+    return "a" if role == {"before"} else "b"
+
+
 def knock_out_holds(group, acc, head_roles, trained):
     """A knock-out row upholds the page when its heads share one role, and their knock-out
     puts that role's blank below WRONG and leaves the other above RIGHT; None (not tested)
     when they have no role in common, or a blank is not trained."""
-    role = {head_roles[h] for h in group}
-    if len(role) > 1 or None in role or len(trained) < 2:
+    own = own_blank(group, head_roles, trained)
+    if own is None:
         return None
-    own, other = ("a", "b") if role == {"before"} else ("b", "a")
+    other = "b" if own == "a" else "a"
     return acc[own] < WRONG and acc[other] > RIGHT
 
 
@@ -334,10 +350,15 @@ def blends(m, trained):
     return all(q in trained for q in "ab") and breaks_only("before", "a", "b") and breaks_only("nouns", "b", "a")
 
 
+def spare_heads(m, trained):
+    """The heads (0-based) whose knock-out alone breaks no trained blank: none falls below WRONG."""
+    return [g[0] for g, acc in m["knocked"] if len(g) == 1 and all(acc[q] >= WRONG for q in trained)]
+
+
 @torch.no_grad()
-def attention_maps(model, sentence, heads):
+def attention_maps(model, sentence):
     """The heads' weights on one sentence (word ids [T], no padding): [h, T, T] as NumPy."""
-    return forward(model, sentence[None], heads)[2][0].numpy()
+    return model(sentence[None])[2][0].numpy()
 
 
 def example_sentence(held, seen):
@@ -359,6 +380,12 @@ def looks_hardest(maps, sentence, head_roles):
 
 # ---------------------------------------------------------------- the lesson, in the page's order
 
+ROLE_TITLES = {"before": "looks at the word just before", "nouns": "looks at the first noun", None: "no single role"}
+ROLE_RULE = f"share {ON} on one look, {OFF} on the other"
+FILLED_RULE = f"each trained blank {FILLED}"
+KNOCK_RULE = f"its role's blank {BROKEN}, the other {FILLED}"
+
+
 def lesson(args):
     """The task, the model, its training; the heads' roles, the blend, and the example sentence."""
     torch.set_num_threads(1)  # tiny matrices: a second thread only waits; and the check runs two scripts at once
@@ -370,20 +397,49 @@ def lesson(args):
     show_task(sentence, i, task)
     show_model(args)
     model = train(args.seed, heads, task, stream)
-    m = measure(model, held, heads, seen)
-    show_against_torch(model, held, heads)
+    m = measure(model, held, seen)
+    show_against_torch(model, held)
     show_filled(m, task)
     show_roles(m, heads)
     show_blend(m, heads, task)
-    maps = attention_maps(model, sentence, heads)
+    maps = attention_maps(model, sentence)
     new_from = int((~seen[k]).nonzero()[0, 0])  # the first word whose sentence so far is not in training
     show_example(maps, sentence, m["roles"], new_from)
-    measured = {h: m if h == heads else measure(train(args.seed, h, task, stream), held, h, seen)
+    measured = {h: m if h == heads else measure(train(args.seed, h, task, stream), held, seen)
                 for h in sorted({heads, *COMPARED})}  # the same training with other numbers of heads
     show_one_head(measured, heads, task)
     show_more_heads(measured[MORE], task)
     print(save_figure(plot(maps, sentence, m["roles"], new_from), figure_path(args, FIGURE)))
     return model, held, m, sentence
+
+
+def beside(text, band):
+    """A measured number as printed: beside the band its claim judges it by; bare where none does."""
+    return text if band is None else f"{text} ({band})"
+
+
+def record_number(name, value, band, text):
+    """The record of a number just printed as `text`: judged by its band, or not judged (band None)."""
+    record(name, None if band is None else IN_BAND[band](value), value=value, threshold=band, shown=text)
+
+
+def show_blanks(label, where, acc, bands, width, after=""):
+    """A row of blanks filled right, '(a) 99.8% (above 80%), (b) 99.9% (above 80%)', then each
+    blank's record. bands: {blank: its band, or None where no claim judges it}, the trained
+    blanks only (a blank the task leaves out reads 'not trained')."""
+    cells = [f"({q}) {beside(f'{acc[q]:.1%}', bands[q])}" if q in bands else f"({q}) not trained" for q in "ab"]
+    print(f"  {label:{width}} {', '.join(cells)}{after}")
+    for q, band in bands.items():
+        record_number(f"{where}: blank ({q}) filled right", acc[q], band, f"{acc[q]:.1%}")
+
+
+def summary(acc):
+    """A record's value: both blanks' accuracies, exactly."""
+    return ", ".join(f"({q}) {acc[q]:.4f}" for q in "ab")
+
+
+def text(tokens):
+    return " ".join(WORDS[t] for t in tokens.tolist() if t != PAD)
 
 
 def show_task(sentence, i, task):
@@ -418,32 +474,31 @@ def show_model(args):
     print("  each head: softmax(Q K^T / sqrt(d_k) + causal mask) V, with its own slice of Q, K and V")
     print("  out = concat(heads) W_O, added to the word's own vector; then one read-out per blank")
     print(f"  no FFN, no LayerNorm: only the part of the block the claim is about; "
-          f"{sum(w.numel() for w in build_model(args.seed).values()):,} learnable numbers")
+          f"{sum(p.numel() for p in build_model(args.seed, heads).parameters()):,} learnable numbers")
     print(f"training: {args.steps} steps of {BATCH} fresh sentences, Adam, learning rate {LR} falling to 0,\n"
           f"  from random weights (seed {args.seed})")
 
 
-def show_against_torch(model, held, heads):
-    gap = by_hand_vs_torch(model, held, heads)
+def show_against_torch(model, held):
+    gap = by_hand_vs_torch(model, held)
     print("\nthe attention as written by hand, against torch's F.scaled_dot_product_attention(is_causal=True)")
     print("with the trained weights (in float64), on the held-out sentences:")
-    check("attention by hand is torch's", f"max |by hand - torch|={gap:.8f}", gap <= AGREE, value=gap,
-          threshold=f"at most {AGREE:g}")
+    print(f"max |by hand - torch|={gap:.8f}")
+    record("attention by hand is torch's", gap <= AGREE, value=gap, threshold=f"at most {AGREE:g}")
 
 
 def show_filled(m, task):
     rows, trained = m["rows"], TASKS[task]
     print(f"\nafter training, blanks filled right at held-out words: in {HELD_OUT} sentences never seen whole")
     print("in training, the words whose sentence so far never begins a training sentence either (the")
-    print("model is causal: its answers at a word read only the words so far)")
-    print(f"  {'':52} (a) word before   (b) first noun")
-    for name, label, acc in (
-            ("held-out words: blanks filled right", f"every word with both answers ({rows['answerable']:,} words)",
-             m["all"]),
-            ("held-out words with two different nouns: blanks filled right",
+    print("model is causal: its answers at a word read only the words so far); (a) the word just before,")
+    print("(b) the first noun:")
+    for where, label, acc in (
+            ("held-out words", f"every word with both answers ({rows['answerable']:,} words)", m["all"]),
+            ("held-out words with two different nouns",
              f"words whose two answers are different nouns ({rows['clash']:,})", m["clash"])):
-        check(name, f"  {label:52} {bands(acc, trained)}", filled(acc, trained), value=summary(acc),
-              threshold=FILLED_RULE)
+        show_blanks(label, where, acc, {q: FILLED for q in trained}, width=52)
+        record(f"{where}: blanks filled right", filled(acc, trained), value=summary(acc), threshold=FILLED_RULE)
 
 
 def show_roles(m, heads):
@@ -455,25 +510,28 @@ def show_roles(m, heads):
     print("or more came earlier (there the word before, the first noun and the latest noun are three")
     print("different words)")
     for h, ((b, n), role) in enumerate(zip(m["shares"], head_roles, strict=True)):
-        check(f"head {h + 1} takes one role",
-              f"  head {h + 1}: on the word just before {share_band(b)}, on the first noun {share_band(n)}:\n    "
-              + (f"it {ROLE_TITLES[role]}" if role else "no single role"),
-              role is not None if heads == 2 else None, value=f"{b:.4f}, {n:.4f}", threshold=ROLE_RULE)
+        on_before, on_noun = f"{b:.3f}", f"{n:.3f}"
+        band_before, band_noun = {"before": (ON, OFF), "nouns": (OFF, ON), None: (None, None)}[role]
+        print(f"  head {h + 1}: on the word just before {beside(on_before, band_before)}, on the first noun "
+              f"{beside(on_noun, band_noun)}:\n    " + (f"it {ROLE_TITLES[role]}" if role else "no single role"))
+        record_number(f"head {h + 1}: share on the word just before", b, band_before, on_before)
+        record_number(f"head {h + 1}: share on the first noun", n, band_noun, on_noun)
+        record(f"head {h + 1} takes one role", role is not None if heads == 2 else None, value=f"{b:.4f}, {n:.4f}",
+               threshold=ROLE_RULE)
     if heads > 2:
         count = {role: head_roles.count(role) for role in ("before", "nouns", None)}
         print(f"  roles: {count['before']} on the word just before, {count['nouns']} on the first noun, "
               f"{count[None]} with no single role")
     prev_heads = [h for h, role in enumerate(head_roles) if role == "before"]
     noun_heads = [h for h, role in enumerate(head_roles) if role == "nouns"]
-    check("a head looks at the word just before",
-          f"Verdict: one head looks at the word just before (share {ROLE:.2f} or more, under {LOW:.2f} on the "
-          "first\n  noun): " + (f"head {prev_heads[0] + 1}: {said(True)}" if prev_heads else
-                                f"no head does: {said(False)}"),
-          bool(prev_heads), value=f"{max(b for b, _ in m['shares']):.4f}", threshold=ROLE_RULE)
-    check("another head looks at the first noun",
-          f"Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share {ROLE:.2f} "
-          f"or\n  more, under {LOW:.2f} on the word just before): " + noun_heads_words(noun_heads, heads),
-          bool(noun_heads) and heads > 1, value=f"{max(n for _, n in m['shares']):.4f}", threshold=ROLE_RULE)
+    print(f"Verdict: one head looks at the word just before (share {ON}, {OFF} on the first\n  noun): "
+          + (f"head {prev_heads[0] + 1}: {said(True)}" if prev_heads else f"no head does: {said(False)}"))
+    record("a head looks at the word just before", bool(prev_heads), value=f"{max(b for b, _ in m['shares']):.4f}",
+           threshold=ROLE_RULE)
+    print(f"Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share {ROLE:.2f} or\n"
+          f"  more, {OFF} on the word just before): " + noun_heads_words(noun_heads, heads))
+    record("another head looks at the first noun", bool(noun_heads) and heads > 1,
+           value=f"{max(n for _, n in m['shares']):.4f}", threshold=ROLE_RULE)
     if heads > 1:
         print("  (which head takes which role depends on the starting weights: other seeds swap them)")
 
@@ -495,22 +553,25 @@ def show_blend(m, heads, task):
           f"{' each' * (heads > 1)}.")
     print(f"Knock a head out: set to 0 the {d_k} rows of W_O that read its slice of concat; nothing it found")
     print("reaches the word's new vector. Blanks filled right, every held-out word with both answers:")
-    print(f"  {'':31} (a) word before   (b) first noun")
-    check("all heads: blanks filled right", f"  {'all heads':31} {bands(m['all'], trained)}",
-          filled(m["all"], trained), value=summary(m["all"]), threshold=FILLED_RULE)
+    show_blanks("all heads", "all heads", m["all"], {q: FILLED for q in trained}, width=31)
+    record("all heads: blanks filled right", filled(m["all"], trained), value=summary(m["all"]),
+           threshold=FILLED_RULE)
     for group, acc in m["knocked"]:
-        names = f"head{'s' * (len(group) > 1)} {', '.join(str(h + 1) for h in group)}"
-        check(f"{names} knocked out: blanks filled right", f"  {names + ' knocked out':31} {bands(acc, trained)}",
-              knock_out_holds(group, acc, m["roles"], trained), value=summary(acc), threshold=KNOCK_RULE)
+        names = f"head{'s' * (len(group) > 1)} {', '.join(str(h + 1) for h in group)} knocked out"
+        own = own_blank(group, m["roles"], trained)  # the blank it should break (None: not tested)
+        show_blanks(names, names, acc, {q: None if own is None else BROKEN if q == own else FILLED for q in trained},
+                    width=31)
+        record(f"{names}: blanks filled right", knock_out_holds(group, acc, m["roles"], trained), value=summary(acc),
+               threshold=KNOCK_RULE)
     blended = blends(m, trained)
     head_or_heads = "head" if heads <= 2 else "heads"
-    check("knocking out a role breaks its blank only",
-          f"Verdict: knocking out the previous-word {head_or_heads} breaks (a) and leaves (b), the noun "
+    print(f"Verdict: knocking out the previous-word {head_or_heads} breaks (a) and leaves (b), the noun "
           f"{head_or_heads} the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
           f"{said(blended)}" if blended is not None else "Verdict: not tested: no head took one of the two roles, "
-          "so there is no role's head\n  to knock out", blended,
-          value="; ".join(f"without {', '.join(str(h + 1) for h in g)}: {summary(acc)}" for g, acc in m["knocked"]),
-          threshold=f"{KNOCK_RULE}, for each role")
+          "so there is no role's head\n  to knock out")
+    record("knocking out a role breaks its blank only", blended,
+           value="; ".join(f"without {', '.join(str(h + 1) for h in g)}: {summary(acc)}" for g, acc in m["knocked"]),
+           threshold=f"{KNOCK_RULE}, for each role")
 
 
 def show_example(maps, sentence, head_roles, new_from):
@@ -538,89 +599,64 @@ def show_one_head(measured, heads, task):
     trained = TASKS[task]
     print("\n\"One pass catches one kind of relationship\" (ELI5 page): the same training with one head,")
     print("beside more, at the held-out words whose two answers are different nouns: blanks filled right")
-    print(f"  {'':20} (a) word before   (b) first noun")
-    for h, mh in measured.items():
-        label = f"{h} head{'s' * (h > 1)}{' (above)' * (h == heads)}"
-        role = f"   its head: {ROLE_TITLES[mh['roles'][0]]}" if h == 1 else ""
-        print(f"  {label:20} {bands(mh['clash'], trained):33}{role}".rstrip())
     lone, more = measured[1], [mh for h, mh in measured.items() if h > 1]
-    failing = [f"({q})" for q in trained if lone["clash"][q] < WRONG]
+    failing = [q for q in trained if lone["clash"][q] < WRONG]
     filled_by_more = bool(more) and all(filled(mh["clash"], trained) for mh in more)
     holds = bool(failing) and filled_by_more if len(trained) == 2 else None  # one blank: one way is enough
-    check("one head can only focus one way",
-          "Verdict: one attention pattern can only focus one way: one head "
-          f"{'fails ' + ' and '.join(failing) if failing else 'fails no blank'} at those words\n"
+    judged = failing or [min(trained, key=lone["clash"].get)]  # the one head's blanks judged: failed, or its worse
+    for h, mh in measured.items():
+        label = f"{h} head{'s' * (h > 1)}"
+        bands = {q: None if holds is None else FILLED if h > 1 else BROKEN if q in judged else None for q in trained}
+        role = f"; its head: {ROLE_TITLES[mh['roles'][0]]}" if h == 1 else ""
+        show_blanks(f"{label}{' (above)' * (h == heads)}", f"{label}, two different nouns", mh["clash"], bands,
+                    width=20, after=role)
+    print("Verdict: one attention pattern can only focus one way: one head "
+          f"{'fails ' + ' and '.join(f'({q})' for q in failing) if failing else 'fails no blank'} at those words\n"
           f"  (below {WRONG:.0%}), {'and' if filled_by_more else 'but'} more heads "
           f"{'fill' if filled_by_more else 'do not fill'} both (above {RIGHT:.0%}): "
-          + (said(holds) if holds is not None else "not tested (only one blank is trained)"), holds,
-          value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in measured.items()),
-          threshold=f"one head: a blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}")
+          + (said(holds) if holds is not None else "not tested (only one blank is trained)"))
+    record("one head can only focus one way", holds,
+           value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in measured.items()),
+           threshold=f"one head: a blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}")
 
 
 def show_more_heads(m, task):
     """Week 1, section 5, Mistakes: "heads find distinct, readable roles". The same training with
-    MORE heads (m: its measure()): their roles, and the verdict on the caution: a head whose
-    knock-out alone breaks no blank, its job done by other heads (or none the blanks need)."""
+    MORE heads (m: its measure()): their roles, each knocked out alone, and the verdict on the
+    caution: a head whose knock-out alone breaks no blank, its job done by other heads (or none
+    the blanks need)."""
+    trained = TASKS[task]
     count = {role: m["roles"].count(role) for role in ("before", "nouns", None)}
-    spare = spare_heads(m, TASKS[task])
+    spare = spare_heads(m, trained)
     heads = len(m["roles"])
+    learned = filled(m["all"], trained)  # a knock-out can only break a blank that was filled
     print(f"\n\"Heads find distinct, readable roles\" (Week 1, section 5, Mistakes): the same training with "
           f"{heads} heads")
     print(f"  roles: {count['before']} on the word just before, {count['nouns']} on the first noun, "
           f"{count[None]} with no single role")
-    learned = filled(m["all"], TASKS[task])  # a knock-out can only break a blank that was filled
+    print("  blanks filled right, every held-out word with both answers:")
+    show_blanks("all heads", f"{heads} heads, all heads", m["all"], {q: FILLED if learned else None for q in trained},
+                width=29)
+    for (h,), acc in (knocked for knocked in m["knocked"] if len(knocked[0]) == 1):
+        where = f"head {h + 1} knocked out alone"
+        bands = {q: KEPT if learned and h in spare else None for q in trained}  # what the caution reads
+        show_blanks(where, f"{heads} heads, {where}", acc, bands, width=29)
     holds = bool(spare) if learned else None
     who = (f"head {spare[0] + 1}, knocked out alone, breaks" if len(spare) == 1 else
            f"heads {', '.join(str(h + 1) for h in spare)}, each knocked out alone, break")
     found = (f"{who} no blank\n  (none falls below {WRONG:.0%}): other heads cover for it, or the blanks never "
              "needed it" if spare else
              f"every head knocked out alone breaks a blank (below {WRONG:.0%}): each has a job\n  of its own")
-    check("heads need not find distinct, readable roles",
-          f"Verdict: not guaranteed: {found}: {said(holds)}" if learned else
+    print(f"Verdict: not guaranteed: {found}: {said(holds)}" if learned else
           f"Verdict: not tested: the {heads} heads did not fill every blank (above {RIGHT:.0%}), so no knock-out\n"
-          "  can show whose job a blank is", holds,
-          value="; ".join(f"without {g[0] + 1}: {summary(acc)}" for g, acc in m["knocked"] if len(g) == 1),
-          threshold=f"with {heads} heads: a head whose knock-out alone leaves every trained blank at "
-                    f"{WRONG:.0%} or more")
+          "  can show whose job a blank is")
+    record("heads need not find distinct, readable roles", holds,
+           value="; ".join(f"without {g[0] + 1}: {summary(acc)}" for g, acc in m["knocked"] if len(g) == 1),
+           threshold=f"with {heads} heads: a head whose knock-out alone leaves every trained blank at "
+                     f"{WRONG:.0%} or more")
 
 
-def spare_heads(m, trained):
-    """The heads (0-based) whose knock-out alone breaks no trained blank: none falls below WRONG."""
-    return [g[0] for g, acc in m["knocked"] if len(g) == 1 and all(acc[q] >= WRONG for q in trained)]
-
-
-# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
-
-ROLE_TITLES = {"before": "looks at the word just before", "nouns": "looks at the first noun", None: "no single role"}
-ROLE_RULE = f"share {ROLE:.2f} or more on one look, under {LOW:.2f} on the other"
-FILLED_RULE = f"each trained blank above {RIGHT:.0%}"
-KNOCK_RULE = f"its role's blank below {WRONG:.0%}, the other above {RIGHT:.0%}"
-
-
-def text(tokens):
-    return " ".join(WORDS[t] for t in tokens.tolist() if t != PAD)
-
-
-def band(share):
-    """Which band an accuracy is in: the only form of it that every CPU prints alike."""
-    return (f"above {RIGHT:.0%}" if share > RIGHT else f"below {WRONG:.0%}" if share < WRONG else
-            f"{WRONG:.0%} to {RIGHT:.0%}")
-
-
-def share_band(share):
-    """Which band a head's share of weight is in: under LOW, LOW to ROLE, ROLE or more."""
-    return f"{ROLE:.2f} or more" if share >= ROLE else f"under {LOW:.2f}" if share < LOW else f"{LOW:.2f} to {ROLE:.2f}"
-
-
-def bands(acc, trained):
-    """The two blanks' bands in a table row, "(not trained)" for a blank the task leaves out."""
-    return " ".join(f"{band(acc[q]) if q in trained else '(not trained)':17}" for q in "ab").rstrip()
-
-
-def summary(acc):
-    """A record's value: both blanks' accuracies, exactly."""
-    return ", ".join(f"({q}) {acc[q]:.4f}" for q in "ab")
-
+# ---------------------------------------------------------------- optional: knobs, Try it, figure, live view
 
 FIGURE = REPO_ROOT / "build" / "figures" / "week1" / "heads_take_roles.png"
 
@@ -662,7 +698,7 @@ def plot(maps, sentence, head_roles, new_from):
 def live_view(model, held, heads, m, example):
     """A head picker and a sentence picker: the head's weights on a held-out sentence (red
     where its role says), and how many blanks are filled right with that head knocked out,
-    beside all heads (m: what measure() found, the numbers the printed bands come from). It
+    beside all heads (m: what measure() found, the numbers the run printed). It
     opens at head 1 on `example`, the sentence of the printed run's figure."""
     sentences = [row[row != PAD] for row in held]
     opening = next(k for k, sentence in enumerate(sentences) if torch.equal(sentence, example))
@@ -709,7 +745,7 @@ def live_view(model, held, heads, m, example):
 
     def show_head():
         h, sentence = int(head_slider.val) - 1, sentences[int(sentence_slider.val) - 1]
-        image.set_data(attention_maps(model, sentence, heads)[h])  # [T, T]
+        image.set_data(attention_maps(model, sentence)[h])  # [T, T]
         _, first, first_at = (t[0] for t in answers(sentence[None]))
         for i, box in enumerate(boxes):
             target = (i - 1 if m["roles"][h] == "before" and 0 < i < len(sentence) else
@@ -719,7 +755,7 @@ def live_view(model, held, heads, m, example):
         map_ax.set_title(f"head {h + 1}: {ROLE_TITLES[m['roles'][h]]}")
         for bar, q in zip(bars[1], "ab", strict=True):
             bar.set_height(knocked[(h,)][q])
-        knock_ax.set_title(f"(a) word before: {knocked[(h,)]['a']:.0%}, (b) first noun: {knocked[(h,)]['b']:.0%}\n"
+        knock_ax.set_title(f"(a) word before: {knocked[(h,)]['a']:.1%}, (b) first noun: {knocked[(h,)]['b']:.1%}\n"
                            f"with head {h + 1} knocked out")
 
     def update_head(_):
