@@ -1,5 +1,6 @@
-"""A training lesson over seeds and kernel settings: the same bytes under every setting, and
-the range of each check's measured value.
+"""A training lesson over seeds and kernel settings: the same bytes under every setting (as the
+check compares them: each number a record shows replaced by its band), and the range of
+each check's measured value.
 
 For each seed, the lesson runs (with --seed and any other arguments given) once under each
 of the five kernel settings of tests/test_portability.py (none; ATEN_CPU_CAPABILITY=default;
@@ -78,7 +79,7 @@ def main():
     values, cpu = {}, []  # check -> seed -> the values its record carried, one per setting
     for seed in args.seeds:
         runs = [(label, result) for (s, label, _), result in zip(jobs, results, strict=True) if s == seed]
-        outputs = {result.stdout for _, result in runs}
+        outputs = {result.compared()[0] for _, result in runs}  # as the check reads them: bands for shown numbers
         failed = [label for label, result in runs if result.returncode != 0]
         outcomes = sorted({(r["name"], r["outcome"]) for _, result in runs for r in result.records})
         against = [f"{n}: {o}" for n, o in outcomes if o != "upholds the page"]
@@ -87,7 +88,7 @@ def main():
               + (f"; other outcomes: {against}" if against else "; every check upholds the page"))
         if len(outputs) > 1:
             for label, result in runs:
-                print(f"    {label}: {hash(result.stdout) & 0xFFFF:04x}")
+                print(f"    {label}: {hash(result.compared()[0]) & 0xFFFF:04x}")
         for _, result in runs:
             cpu.append(result.cpu or 0.0)
             for r in result.records:
