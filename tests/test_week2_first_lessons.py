@@ -2,6 +2,7 @@
 the other world, goes through the lesson's own code and its check turns), and the learner
 trial's findings on these lessons stay mended. (week2/03's, 04's and 05's other flips are in
 tests/test_week2_new_lessons.py; their windows in tests/test_live.py.)"""
+import math
 import re
 from types import SimpleNamespace
 
@@ -195,28 +196,65 @@ def test_week2_05_torchs_loss_in_the_other_convention_turns_both_loss_checks():
         == CONTRADICTS
 
 
+NEAR_TARGET = "the smoothed model's median confidence sits near its target"
+PUSHED = "without smoothing, the probabilities are pushed toward 1"
+SETTLE = "with smoothing, the scores settle"
+GROW = "without smoothing, the scores keep growing"
+
+
 def test_week2_05_prints_the_trained_models_numbers_and_judges_each_by_its_band():
     """"Count it": each trained number is printed as the run measured it, beside its band,
     and its own record judges it (the check reads the band in its place)."""
     module = load_script(W05)
     out, records = main_in_process(module)
     shown = {name: r for name, r in records.items() if "shown" in r}
-    assert len(shown) == 4
+    assert set(shown) == {NEAR_TARGET, PUSHED, SETTLE, GROW, "the smoothed model is right", "the plain model is right"}
     for r in shown.values():
         assert r["outcome"] == UPHOLDS
         assert r["shown"] == (f"{r['value']:.1%}" if "%" in r["threshold"] else f"{r['value']:.3f}")
         assert re.search(rf"(?<![\d.]){re.escape(r['shown'])}(?![\d.])", out)
-    fake = {0.1: (0.936, 0.96), 0.0: (0.951, 0.96)}  # smoothed just above the target 0.925 + 0.01
+        if "%" not in r["threshold"]:  # the two shares right share one band, printed once after both
+            assert f"{r['shown']} ({r['threshold']}" in out
+    assert [r["name"] for r in records.values() if r["outcome"] == "retired"] == [
+        "the smoothed model's confidence stays near its target", "the plain model is over-confident",
+        "label smoothing stops the model from becoming over-confident"]
+
+
+@pytest.mark.parametrize(("smoothed", "says"), [(0.30, CONTRADICTS), (0.894, CONTRADICTS), (0.896, UPHOLDS),
+                                                (0.954, UPHOLDS), (0.956, CONTRADICTS)])
+def test_week2_05_near_its_target_is_judged_on_both_sides(smoothed, says):
+    """The smoothed model's median confidence must sit within 0.03 of its target's 0.925,
+    below it as above it: a model merely unsure (0.30 once passed "at most 0.935") fails."""
+    fake = {0.1: (smoothed, 0.05, 0.99), 0.0: (0.998, 0.8, 0.99)}
     _, got = run(W05, train_classifier=lambda epsilon, seed: fake[epsilon])
-    assert got["the smoothed model's confidence stays near its target"] == CONTRADICTS
-    assert got["the plain model is over-confident"] == got["the plain model is right"] == UPHOLDS
+    assert got[NEAR_TARGET] == says
+
+
+def test_week2_05_one_hot_targets_that_did_not_push_toward_1_turn_the_plain_records():
+    """The other world, trained through the same code: were the plain model's target smoothed
+    too, its probabilities would not be pushed toward 1 and its scores would settle."""
+    module = load_script(W05)
+    real = module.train_classifier
+    _, got = run(W05, train_classifier=lambda epsilon, seed: real(0.1, seed))
+    assert got[PUSHED] == got[GROW] == CONTRADICTS
+    assert got[NEAR_TARGET] == got[SETTLE] == UPHOLDS
+    _, got = run(W05, train_classifier=lambda epsilon, seed: real(0.0, seed))  # a smoothing that does nothing
+    assert got[NEAR_TARGET] == got[SETTLE] == CONTRADICTS
+    assert got[PUSHED] == got[GROW] == UPHOLDS
+
+
+def test_week2_05_the_score_gap_is_the_median_top_two_gap():
+    module = load_script(W05)
+    z = torch.tensor([[3.0, 1.0, 0.0], [0.0, 5.0, 4.5], [2.0, 2.0, -1.0]], dtype=torch.float64)
+    assert module.top_two_gap(z) == 0.5  # gaps 2, 0.5, 0: the median of three is the middle one
+    assert math.isclose(math.log(0.925 / 0.025), 3.6109179, rel_tol=1e-7)  # the docstring's ln 37
 
 
 def test_week2_05_its_training_is_torchs_sgd():
     """The loop is PyTorch's ordinary one, with torch.optim.SGD: the same as the step written
-    out, p <- p - lr grad, to float64 rounding."""
+    out, p <- p - lr grad, to float64 rounding; the score gap is read halfway and at the end."""
     module = load_script(W05)
-    sure, right = module.train_classifier(0.1, 0, steps=30)
+    sure, growth, right = module.train_classifier(0.1, 0, steps=30)
     g = torch.Generator().manual_seed(0)
     centres = 3 * torch.randn(4, 8, generator=g, dtype=torch.float64)
     W = torch.zeros(8, 4, dtype=torch.float64, requires_grad=True)
@@ -226,16 +264,22 @@ def test_week2_05_its_training_is_torchs_sgd():
         y = torch.randint(0, 4, (n,), generator=g)
         return centres[y] + torch.randn(n, 8, generator=g, dtype=torch.float64), y
 
-    for _ in range(30):
+    for step in range(30):
         x, y = points(64)
         W.grad = b.grad = None
         F.cross_entropy(x @ W + b, y, label_smoothing=0.1).backward()
         with torch.no_grad():
             W -= 0.1 * W.grad
             b -= 0.1 * b.grad
+        if step == 14:
+            half = W.detach().clone(), b.detach().clone()
     x, y = points(1000)
-    p = torch.softmax(x @ W + b, dim=-1)
-    assert sure == pytest.approx(p.max(-1).values.mean().item(), abs=1e-12)
+    with torch.no_grad():
+        z, z_half = x @ W + b, x @ half[0] + half[1]
+    p = torch.softmax(z, dim=-1)
+    assert sure == pytest.approx(p.max(-1).values.median().item(), abs=1e-12)
+    gap = [(t.topk(2).values[:, 0] - t.topk(2).values[:, 1]).median().item() for t in (z, z_half)]
+    assert growth == pytest.approx(gap[0] - gap[1], abs=1e-12)
     assert right == (p.argmax(-1) == y).double().mean().item()
 
 

@@ -250,7 +250,7 @@ def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(mon
     assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "contradicts the page"
 
 
-# week2/05: label smoothing and over-confidence, trained
+# week2/05: label smoothing and the push toward certainty, trained
 
 def smoothing_outcome(monkeypatch, *argv, **replace):
     from common.records import collected
@@ -260,7 +260,7 @@ def smoothing_outcome(monkeypatch, *argv, **replace):
         monkeypatch.setattr(module, name, value)
     with collected() as got:
         module.main(list(argv))
-    return {r["name"]: r["outcome"] for r in got}["label smoothing stops the model from becoming over-confident"]
+    return {r["name"]: r["outcome"] for r in got}["label smoothing stops the push toward certainty"]
 
 
 def test_smoothing_keeps_the_trained_model_from_over_confidence(monkeypatch, capsys):
@@ -277,18 +277,24 @@ def test_a_smoothing_that_does_nothing_flips_the_over_confidence_verdict(monkeyp
 
 def test_the_over_confidence_thresholds():
     module = load_script("week2/05_label_smoothing")
-    assert (module.SURE, module.NEAR, module.RIGHT) == (0.95, 0.01, 0.95)
+    assert (module.NEAR, module.PUSHED, module.SETTLED, module.GROWING, module.RIGHT) == (0.03, 0.99, 0.2, 0.4, 0.95)
 
 
-@pytest.mark.parametrize(("smoothed", "plain", "right", "says"), [
-    (0.934, 0.951, 0.96, "upholds the page"),  # each measure just inside its threshold
-    (0.936, 0.951, 0.96, "contradicts the page"),  # smoothed just above the target 0.925 + 0.01
-    (0.934, 0.949, 0.96, "contradicts the page"),  # plain not over-confident
-    (0.934, 0.951, 0.949, "contradicts the page"),  # an answer share just under 95%
+@pytest.mark.parametrize(("smoothed", "plain", "says"), [
+    ((0.896, 0.199, 0.96), (0.991, 0.401, 0.96), "upholds the page"),  # each measure just inside
+    ((0.954, -0.199, 0.96), (0.991, 0.401, 0.96), "upholds the page"),  # the other side of the two-sided ones
+    ((0.894, 0.1, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # smoothed 0.031 under its target
+    ((0.956, 0.1, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # smoothed 0.031 over its target
+    ((0.92, 0.201, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # the smoothed scores still growing
+    ((0.92, -0.201, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # ... or shrinking
+    ((0.92, 0.1, 0.96), (0.989, 0.5, 0.96), "contradicts the page"),  # plain not pushed toward 1
+    ((0.92, 0.1, 0.96), (0.995, 0.399, 0.96), "contradicts the page"),  # plain scores settled
+    ((0.92, 0.1, 0.949), (0.995, 0.5, 0.96), "contradicts the page"),  # an answer share just under 95%
 ])
-def test_each_over_confidence_threshold_at_its_edge(monkeypatch, capsys, smoothed, plain, right, says):
-    """Measured values fed through the lesson's own verdict (epsilon 0.1: the target 0.925)."""
-    fake = {0.1: (smoothed, right), 0.0: (plain, right)}
+def test_each_over_confidence_threshold_at_its_edge(monkeypatch, capsys, smoothed, plain, says):
+    """Measured values (median confidence, gap growth, share right) fed through the lesson's
+    own verdict (epsilon 0.1: the target 0.925)."""
+    fake = {0.1: smoothed, 0.0: plain}
     assert smoothing_outcome(monkeypatch, train_classifier=lambda epsilon, seed: fake[epsilon]) == says
 
 
