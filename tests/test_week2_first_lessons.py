@@ -173,6 +173,13 @@ def test_week2_05_huge_logits_say_the_two_conventions_cannot_be_told_apart():
     assert got[OTHER] == NOT_TESTED and "one-hot" in out
 
 
+def test_week2_05_says_its_default_logits_are_a_reconstruction():
+    out, _ = run(W05)
+    assert "logits z=[0.6, 0.1, 1.8, 0.5] (a reconstruction: the page gives its loss, not its logits" in out
+    out, _ = run(W05, "--logits", "0", "0", "9", "0")
+    assert "logits z=[0.0, 0.0, 9.0, 0.0] (--logits)" in out and "reconstruction" not in out
+
+
 def test_week2_05_a_gold_past_the_logits_is_refused_with_its_allowed_values():
     """--logits 1 2 (and the default --gold 2): the refusal names --gold's allowed values."""
     parser, limits = PARSERS[W05], LIMITS[W05]

@@ -10,7 +10,8 @@ The other convention gives the gold class exactly 1 - epsilon and spreads epsilo
 the V - 1 others; the two differ, so always say which one you use.
 
 Prints the smoothed target and its sum, the loss by hand beside torch's, the page's V = 5
-hand-check, and the other convention's target and loss. Setup: V = 4, gold index 2,
+hand-check, the other convention's target and loss; then a small classifier trained with and
+without smoothing (its confidence, its score gap). Setup: V = 4, gold index 2,
 epsilon = 0.1, float32 as torch by default; the logits [0.6, 0.1, 1.8, 0.5] are a
 reconstruction (the page gives the loss, not the logits). Notes: week2/NOTES.md, section 05.
 """
@@ -34,6 +35,7 @@ PUSHED = 0.99  # the plain model's median confidence above this: its probabiliti
 SETTLED = 0.2  # the smoothed model's score gap settles: it moves less than this over the training's second half
 GROWING = 0.4  # the plain model's score gap keeps growing: by more than this over the second half
 RIGHT = 0.95  # both classifiers must get this share right: smoothing must not cost the answers
+DEFAULT_LOGITS = [0.6, 0.1, 1.8, 0.5]  # chosen to print the page's loss 0.66827178 (NOTES.md, section 05)
 
 def smoothed_target(V, gold, epsilon, dtype=torch.float32):
     """Uniform mixture: (1 - epsilon) on the gold class plus epsilon / V everywhere: [V]."""
@@ -80,6 +82,8 @@ def lesson(args):
     z = torch.tensor(args.logits)  # [V], float32
     q = smoothed_target(V, gold, epsilon)  # [V]
     print(f"V={V}, gold index={gold}, epsilon={epsilon:g}: q_i = (1 - epsilon)[i = y] + epsilon / V")
+    print(f"logits z={args.logits} " + ("(a reconstruction: the page gives its loss, not its logits; these print "
+                                        "its digits)" if args.logits == DEFAULT_LOGITS else "(--logits)"))
     print(f"target={vec(q, 3)}; sum={q.sum().item():.3f}")
     record("the smoothed target sums to 1", abs(q.sum().item() - 1) < EQUAL, value=q.sum().item(),
            threshold="within 1e-6 of 1")
@@ -261,7 +265,7 @@ def live_view(logits, gold, epsilon):
 
 
 DESCRIPTION = "Label-smoothed cross-entropy by hand vs torch's label_smoothing (Week 2, section 7)."
-KNOBS = [knob("--logits", type=float_range(-1e30, 1e30), nargs="+", default=[0.6, 0.1, 1.8, 0.5],
+KNOBS = [knob("--logits", type=float_range(-1e30, 1e30), nargs="+", default=DEFAULT_LOGITS,
               help="model scores z, one per vocabulary word"),
          knob("--gold", type=int_range(0, 999), default=2,
               help="index of the right word: 0 to the number of --logits minus 1"),
