@@ -360,3 +360,26 @@ def test_week2_08_a_wrong_shift_turns_both_checks(shift):
     got = outcomes(W08, shift_right=shift)
     assert got["the decoder input is the target shifted right"] == CONTRADICTS
     assert got["after a wrong guess, teacher forcing still feeds the gold token"] == CONTRADICTS
+    assert got["running free, the wrong guess is the next input"] == CONTRADICTS
+
+
+FED = "after a wrong guess, teacher forcing still feeds the gold token"
+FREE = "running free, the wrong guess is the next input"
+
+
+def test_week2_08_the_hand_check_reads_the_guess_and_turns_with_the_world():
+    """The step-3 input is built from the gold words, the guesses and the way of feeding:
+    a decoder that is always fed its guesses (no teacher forcing) turns the gold-token
+    check; one always fed the gold (never running free) turns the free-running one."""
+    def always_guesses(module):
+        return lambda gold, guesses, teacher_forced, bos=0: module.shift_right(guesses, bos)
+
+    def always_gold(module):
+        return lambda gold, guesses, teacher_forced, bos=0: module.shift_right(gold, bos)
+
+    out, got = run(W08, decoder_input=given_module(always_guesses))
+    assert got[FED] == got["the decoder input is the target shifted right"] == CONTRADICTS and got[FREE] == UPHOLDS
+    assert "step 3 input under teacher forcing=C, free-running=C" in out
+    out, got = run(W08, decoder_input=given_module(always_gold))
+    assert got[FREE] == CONTRADICTS and got[FED] == UPHOLDS
+    assert "free-running input=[0, 1, 2, 3]" in out
