@@ -67,6 +67,21 @@ def test_sorting_layernorm_beta_as_a_bias_flips_the_count_verdict(monkeypatch, c
     assert status == 1 and verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
 
 
+def test_a_count_that_does_not_dedupe_a_shared_tensor_turns_the_tied_check():
+    """The other world of "a tied weight is counted once": an n_params that counts each
+    parameter name, so the tied [V, d] tensor counts twice. Only the tied check (and the
+    verdict) turns: the layer itself shares no tensor."""
+    def every_name(module):
+        return sum(p.numel() for _, p in module.named_parameters(remove_duplicate=False))
+
+    out, outcomes = main_outcomes(load_script(NEW[0]), n_params=every_name)
+    assert outcomes["a tied weight counts once, untied twice"] == "contradicts the page"
+    assert outcomes["every count by formula equals torch's"] == "contradicts the page"
+    assert [name for name, outcome in outcomes.items() if outcome != "upholds the page"] == [
+        "a tied weight counts once, untied twice", "every count by formula equals torch's"]
+    assert "tied 37,888,000 = Vd" in out  # 2 V d, where one tensor is shared
+
+
 # week2/14: positions beyond training
 
 def slipped_pe(max_len, d, dtype):
