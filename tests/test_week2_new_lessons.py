@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from run_all import ROOT
-from tests.conftest import SCRIPTS, TRY_ITS, load_script, main_outcomes
+from tests.conftest import SCRIPTS, TRY_ITS, load_script, main_in_process, main_outcomes
 
 NEW = ["week2/13_count_without_biases", "week2/14_positions_beyond_training",
        "week2/15_residual_gradient_depth", "week2/16_batchnorm_padding", "week2/17_post_norm_decoder_layer"]
@@ -150,17 +150,25 @@ PAGE_15 = "Verdict: as the page says: the residual path carried the gradient dow
 def test_residual_verdict_and_its_flips(monkeypatch, capsys, tmp_path):
     figure = ["--figure", str(tmp_path / "r.png")]  # never rewrite the committed figure from a test
     status, verdicts = run_main(NEW[2], figure, monkeypatch, capsys)
-    assert verdicts[0] == PAGE_15 and "wrong, as the page says" in verdicts[1]
+    assert verdicts == [PAGE_15]  # the cancelling stack's verdict is retired: week2/11's belief 17 measures it
     # The other world: sublayers big enough that the plain stack keeps its gradient.
     _, verdicts = run_main(NEW[2], ["--scale", "2.06", *figure], monkeypatch, capsys)
     assert verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
     # A wrong residual wiring, 2 F(x) instead of x + F(x): no shortcut, so no verdict for it.
     _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, residual=lambda x, F: F(x) + F(x))
     assert verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
-    # Sublayers that do not cancel their input: the 'guarantee' is then not refuted.
+
+
+def test_the_e_notation_is_read_out_on_the_runs_own_number(tmp_path):
     module = load_script(NEW[2])
-    _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, cancelling=module.residual)
-    assert verdicts[1].endswith("not refuted here (not tested: the gradient did not vanish)")
+    out, records = main_in_process(module, "--figure", str(tmp_path / "r.png"))
+    assert "  (1.72e-15 means 0.00000000000000172: the e-15 moves the point 15 places left)\n" in out
+    assert "                24      1.72e-15" in out  # the number the line reads, as the table prints it
+    assert records["a residual does not guarantee gradients never vanish"]["outcome"] == "retired"
+    assert module.e_notation([1.0, 4060.0, 0.5]) == "  (4.06e+03 means 4060: the e+03 moves the point 3 places right)"
+    assert module.e_notation([1.0, 5.04e-129]) == \
+        "  (5.04e-129 means 5.04 x 10^-129: the e-129 moves the point 129 places left)"
+    assert module.e_notation([1.0, 2.0, float("inf")]) is None  # every finite number has exponent 0
 
 
 def test_gradient_sizes_are_one_for_an_identity_stack():
