@@ -87,7 +87,8 @@ def lesson(args):
     print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
           f"weight on future tokens: {future}")
     worst = (sums - 1).abs().max().item()
-    record("each row sums to 1, none of it on the future", worst < ROW_SUM and future == 0, value=worst,
+    record("each row sums to 1, none of it on the future", worst < ROW_SUM and future == 0,
+           value=f"largest row-sum gap {worst:.2g}; future weight {future}",
            threshold="every row within 1e-6 of 1; future weight exactly 0")
     # Row 1 can only look at itself (weight 1); the last row may look at everyone.
 
