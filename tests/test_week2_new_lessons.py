@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from run_all import ROOT
-from tests.conftest import SCRIPTS, TRY_ITS, load_script, main_outcomes
+from tests.conftest import SCRIPTS, TRY_ITS, load_script, main_in_process, main_outcomes
 
 NEW = ["week2/13_count_without_biases", "week2/14_positions_beyond_training",
        "week2/15_residual_gradient_depth", "week2/16_batchnorm_padding", "week2/17_post_norm_decoder_layer"]
@@ -65,6 +65,21 @@ def test_sorting_layernorm_beta_as_a_bias_flips_the_count_verdict(monkeypatch, c
 
     status, verdicts = run_main(NEW[0], [], monkeypatch, capsys, kind_of=by_name_only)
     assert status == 1 and verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
+
+
+def test_a_count_that_does_not_dedupe_a_shared_tensor_turns_the_tied_check():
+    """The other world of "a tied weight is counted once": an n_params that counts each
+    parameter name, so the tied [V, d] tensor counts twice. Only the tied check (and the
+    verdict) turns: the layer itself shares no tensor."""
+    def every_name(module):
+        return sum(p.numel() for _, p in module.named_parameters(remove_duplicate=False))
+
+    out, outcomes = main_outcomes(load_script(NEW[0]), n_params=every_name)
+    assert outcomes["a tied weight counts once, untied twice"] == "contradicts the page"
+    assert outcomes["every count by formula equals torch's"] == "contradicts the page"
+    assert [name for name, outcome in outcomes.items() if outcome != "upholds the page"] == [
+        "a tied weight counts once, untied twice", "every count by formula equals torch's"]
+    assert "tied 37,888,000 = Vd" in out  # 2 V d, where one tensor is shared
 
 
 # week2/14: positions beyond training
@@ -135,17 +150,25 @@ PAGE_15 = "Verdict: as the page says: the residual path carried the gradient dow
 def test_residual_verdict_and_its_flips(monkeypatch, capsys, tmp_path):
     figure = ["--figure", str(tmp_path / "r.png")]  # never rewrite the committed figure from a test
     status, verdicts = run_main(NEW[2], figure, monkeypatch, capsys)
-    assert verdicts[0] == PAGE_15 and "wrong, as the page says" in verdicts[1]
+    assert verdicts == [PAGE_15]  # the cancelling stack's verdict is retired: week2/11's belief 17 measures it
     # The other world: sublayers big enough that the plain stack keeps its gradient.
     _, verdicts = run_main(NEW[2], ["--scale", "2.06", *figure], monkeypatch, capsys)
     assert verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
     # A wrong residual wiring, 2 F(x) instead of x + F(x): no shortcut, so no verdict for it.
     _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, residual=lambda x, F: F(x) + F(x))
     assert verdicts[0].startswith("Verdict: NOT AS THE PAGE SAYS")
-    # Sublayers that do not cancel their input: the 'guarantee' is then not refuted.
+
+
+def test_the_e_notation_is_read_out_on_the_runs_own_number(tmp_path):
     module = load_script(NEW[2])
-    _, verdicts = run_main(NEW[2], figure, monkeypatch, capsys, cancelling=module.residual)
-    assert verdicts[1].endswith("not refuted here (not tested: the gradient did not vanish)")
+    out, records = main_in_process(module, "--figure", str(tmp_path / "r.png"))
+    assert "  (1.72e-15 means 0.00000000000000172: the e-15 moves the point 15 places left)\n" in out
+    assert "                24      1.72e-15" in out  # the number the line reads, as the table prints it
+    assert records["a residual does not guarantee gradients never vanish"]["outcome"] == "retired"
+    assert module.e_notation([1.0, 4060.0, 0.5]) == "  (4.06e+03 means 4060: the e+03 moves the point 3 places right)"
+    assert module.e_notation([1.0, 5.04e-129]) == \
+        "  (5.04e-129 means 5.04 x 10^-129: the e-129 moves the point 129 places left)"
+    assert module.e_notation([1.0, 2.0, float("inf")]) is None  # every finite number has exponent 0
 
 
 def test_gradient_sizes_are_one_for_an_identity_stack():
@@ -250,7 +273,7 @@ def test_a_clock_with_one_hand_that_comes_round_flips_the_distinct_tags_line(mon
     assert {r["name"]: r["outcome"] for r in got}["every position gets a tag of its own"] == "contradicts the page"
 
 
-# week2/05: label smoothing and over-confidence, trained
+# week2/05: label smoothing and the push toward certainty, trained
 
 def smoothing_outcome(monkeypatch, *argv, **replace):
     from common.records import collected
@@ -260,7 +283,7 @@ def smoothing_outcome(monkeypatch, *argv, **replace):
         monkeypatch.setattr(module, name, value)
     with collected() as got:
         module.main(list(argv))
-    return {r["name"]: r["outcome"] for r in got}["label smoothing stops the model from becoming over-confident"]
+    return {r["name"]: r["outcome"] for r in got}["label smoothing stops the push toward certainty"]
 
 
 def test_smoothing_keeps_the_trained_model_from_over_confidence(monkeypatch, capsys):
@@ -277,18 +300,24 @@ def test_a_smoothing_that_does_nothing_flips_the_over_confidence_verdict(monkeyp
 
 def test_the_over_confidence_thresholds():
     module = load_script("week2/05_label_smoothing")
-    assert (module.SURE, module.NEAR, module.RIGHT) == (0.95, 0.01, 0.95)
+    assert (module.NEAR, module.PUSHED, module.SETTLED, module.GROWING, module.RIGHT) == (0.03, 0.99, 0.2, 0.4, 0.95)
 
 
-@pytest.mark.parametrize(("smoothed", "plain", "right", "says"), [
-    (0.934, 0.951, 0.96, "upholds the page"),  # each measure just inside its threshold
-    (0.936, 0.951, 0.96, "contradicts the page"),  # smoothed just above the target 0.925 + 0.01
-    (0.934, 0.949, 0.96, "contradicts the page"),  # plain not over-confident
-    (0.934, 0.951, 0.949, "contradicts the page"),  # an answer share just under 95%
+@pytest.mark.parametrize(("smoothed", "plain", "says"), [
+    ((0.896, 0.199, 0.96), (0.991, 0.401, 0.96), "upholds the page"),  # each measure just inside
+    ((0.954, -0.199, 0.96), (0.991, 0.401, 0.96), "upholds the page"),  # the other side of the two-sided ones
+    ((0.894, 0.1, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # smoothed 0.031 under its target
+    ((0.956, 0.1, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # smoothed 0.031 over its target
+    ((0.92, 0.201, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # the smoothed scores still growing
+    ((0.92, -0.201, 0.96), (0.991, 0.5, 0.96), "contradicts the page"),  # ... or shrinking
+    ((0.92, 0.1, 0.96), (0.989, 0.5, 0.96), "contradicts the page"),  # plain not pushed toward 1
+    ((0.92, 0.1, 0.96), (0.995, 0.399, 0.96), "contradicts the page"),  # plain scores settled
+    ((0.92, 0.1, 0.949), (0.995, 0.5, 0.96), "contradicts the page"),  # an answer share just under 95%
 ])
-def test_each_over_confidence_threshold_at_its_edge(monkeypatch, capsys, smoothed, plain, right, says):
-    """Measured values fed through the lesson's own verdict (epsilon 0.1: the target 0.925)."""
-    fake = {0.1: (smoothed, right), 0.0: (plain, right)}
+def test_each_over_confidence_threshold_at_its_edge(monkeypatch, capsys, smoothed, plain, says):
+    """Measured values (median confidence, gap growth, share right) fed through the lesson's
+    own verdict (epsilon 0.1: the target 0.925)."""
+    fake = {0.1: smoothed, 0.0: plain}
     assert smoothing_outcome(monkeypatch, train_classifier=lambda epsilon, seed: fake[epsilon]) == says
 
 

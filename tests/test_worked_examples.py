@@ -9,6 +9,7 @@ from common.report import Ledger
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.conftest import load_script
 
@@ -161,11 +162,34 @@ def labels_shifted_like_the_input(target, bos=0):
     return sequence[:-1], sequence[:-1]
 
 
+FREE_INPUT = "free-running input: the decoder reads the guesses instead (rng(42) stand-ins, as in 08)"
+STEP_3 = "hand-check: step 3 input under teacher forcing, step 2 guessed C"
+STEP_3_FREE = "hand-check: step 3 input running free instead (the guess C, the page's premise)"
+
+
 def test_week2_forgetting_the_shift_disagrees(capsys):
-    marks = run(W2.section_1, capsys, example=no_shift)
-    assert {"teacher-forced decoder input for gold [1, 2, 3, 4] (0 = start)",
-            "free-running input: the decoder reads its own guesses instead",
-            "hand-check: step 3 input under teacher forcing, step 2 guessed C"} <= disagreeing(marks)
+    def unshifted_input(gold, guesses, teacher_forced, bos=0):
+        return no_shift(gold if teacher_forced else guesses, bos)[0]
+
+    marks = run(W2.section_1, capsys, example=no_shift, decoder_input=unshifted_input)
+    assert {"teacher-forced decoder input for gold [1, 2, 3, 4] (0 = start)", FREE_INPUT, STEP_3,
+            STEP_3_FREE} <= disagreeing(marks)
+
+
+@pytest.mark.parametrize(("fed", "wrong_lines", "wrong_check"), [
+    ("guesses", {STEP_3}, {"1. step 3 input when step 2 was predicted as C"}),  # never teacher-forced
+    ("gold", {FREE_INPUT, STEP_3_FREE}, set()),  # never running free
+])
+def test_week2_the_step_3_input_is_built_from_the_guess_and_turns_with_the_feeding(fed, wrong_lines, wrong_check,
+                                                                                   capsys):
+    """The hand-check's step-3 input is made from the gold words, the guesses and the way of
+    feeding: a decoder always fed its guesses disagrees with the page's B, one always fed the
+    gold with the free-running C (and the free-running input)."""
+    def always(gold, guesses, teacher_forced, bos=0):
+        return W2.training_example(guesses if fed == "guesses" else gold, bos)[0]
+
+    assert disagreeing(run(W2.section_1, capsys, decoder_input=always)) == wrong_lines
+    assert disagreeing(run(W2.check_yourself, capsys, decoder_input=always)) == wrong_check
 
 
 def test_week2_labels_that_are_the_input_disagree(capsys):
@@ -188,6 +212,38 @@ COUNT = "blocked cells for T = 4 (the causal mask, True = blocked)"
 def test_week2_a_wrong_mask_disagrees(mask, wrong_lines, capsys):
     assert wrong_lines <= disagreeing(run(W2.section_2, capsys, causal_mask=mask))
     assert "2. blocked cells in a 5-word causal mask" in disagreeing(run(W2.check_yourself, capsys, causal_mask=mask))
+
+
+def test_week2_a_count_without_the_third_layernorm_disagrees(capsys):
+    """Section 4's counts go through decoder_counts and n_params, which a test can replace."""
+    def two_norms(d, f, h):
+        (attention, ffn, norms, total), layer = W2.decoder_counts(d, f, h)
+        return (attention, ffn, norms - W2.n_params(layer.norm3), total), layer
+
+    assert disagreeing(run(W2.section_4, capsys, decoder_counts=two_norms)) == {
+        "d=4, f=8: 3 LayerNorms (torch's norm1..norm3)", "d=512, f=2048: 3 LayerNorms (torch's norm1..norm3)"}
+
+
+def test_week2_a_count_that_leaves_out_the_biases_disagrees(capsys):
+    def weights_only(module):
+        return sum(p.numel() for name, p in module.named_parameters() if not name.endswith("bias"))
+
+    assert disagreeing(run(W2.section_4, capsys, n_params=weights_only)) == {
+        "output layer with a bias (torch nn.Linear)", "six decoder layers (torch)",
+        "one layer in millions (course: about 4M)"}
+
+
+def test_week2_layer_norm_by_hand_is_torchs_with_eps_0():
+    """Section 6's layer_norm (NumPy, eps = 0) is torch.nn.functional.layer_norm with eps = 0,
+    on the page's rows and on random ones; with torch's default eps 1e-5 they part (so the
+    comparison can tell an eps apart)."""
+    rows = [np.array([1.0, 2.0, 3.0]), np.array([[1.0, 2.0], [3.0, 4.0]]),
+            np.random.default_rng(0).standard_normal((5, 7))]
+    for x in rows:
+        theirs = F.layer_norm(torch.tensor(x), x.shape[-1:], eps=0.0).numpy()
+        assert np.abs(W2.layer_norm(x) - theirs).max() < 1e-12
+    x = rows[-1]
+    assert np.abs(W2.layer_norm(x) - F.layer_norm(torch.tensor(x), x.shape[-1:], eps=1e-5).numpy()).max() > 1e-6
 
 
 def test_week2_queries_from_the_encoder_disagree(capsys):

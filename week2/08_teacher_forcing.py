@@ -33,17 +33,23 @@ def shift_right(tokens, bos=BOS):
     return [bos] + list(tokens[:-1])
 
 
+def decoder_input(gold, guesses, teacher_forced, bos=BOS):
+    """What the decoder reads at each step: the start symbol, then the word before the step:
+    the gold one under teacher forcing, the model's own guess when it runs free."""
+    return shift_right(gold if teacher_forced else guesses, bos)
+
+
 def lesson(args):
     """The gold target, its shift, stand-in guesses and the page's hand-check, step by step."""
     gold = args.gold
-    forced = shift_right(gold)  # what the decoder reads while training
+    guesses = np.random.default_rng(args.seed).integers(1, 10, size=len(gold)).tolist()  # stand-ins
+    forced = decoder_input(gold, guesses, teacher_forced=True)  # what the decoder reads while training
     print(f"gold target={gold}")
     print(f"teacher-forced decoder input={forced} ({BOS} = start symbol)")
     record("the decoder input is the target shifted right", forced == [BOS, *gold[:-1]], value=str(forced),
            threshold=f"= [{BOS}] + the target without its last token: no position is fed its own label")
     print(f"labels={gold}")
-    guesses = np.random.default_rng(args.seed).integers(1, 10, size=len(gold)).tolist()
-    free = shift_right(guesses)  # what the decoder reads when it writes alone
+    free = decoder_input(gold, guesses, teacher_forced=False)  # what the decoder reads when it writes alone
     print(f"model's own guesses (stand-ins)={guesses}")
     print(f"free-running input={free}")
     for t, (forced_t, free_t, label) in enumerate(zip(forced, free, gold, strict=True), start=1):
@@ -51,13 +57,15 @@ def lesson(args):
     # Training always feeds the gold prefix; generation feeds its own outputs, so a wrong
     # guess at one step becomes a wrong input at the next: the mismatch teacher forcing leaves.
 
-    gold_words, step2_guess = ["A", "B", "EOS"], "C"  # the page's hand-check
-    step3_forced = shift_right(gold_words, "BOS")[2]
-    step3_free = shift_right(["A", step2_guess, "EOS"], "BOS")[2]
-    print(f"hand-check: gold {gold_words}, step 2 wrongly predicts {step2_guess}:")
+    gold_words, guessed = ["A", "B", "EOS"], ["A", "C", "EOS"]  # the page's hand-check: step 2 wrongly predicts C
+    step3_forced = decoder_input(gold_words, guessed, teacher_forced=True, bos="BOS")[2]
+    step3_free = decoder_input(gold_words, guessed, teacher_forced=False, bos="BOS")[2]
+    print(f"hand-check: gold {gold_words}, step 2 wrongly predicts {guessed[1]}:")
     print(f"  step 3 input under teacher forcing={step3_forced}, free-running={step3_free}")
     record("after a wrong guess, teacher forcing still feeds the gold token", step3_forced == gold_words[1],
            value=step3_forced, threshold=f"= {gold_words[1]}, the gold token")
+    record("running free, the wrong guess is the next input", step3_free == guessed[1], value=step3_free,
+           threshold=f"= {guessed[1]}, the step-2 guess")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it

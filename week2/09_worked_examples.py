@@ -23,6 +23,7 @@ from common import run
 from common.blocks import causal_mask, sinusoidal_pe
 from common.cli import Lesson
 from common.printing import n_params
+from common.records import retire
 from common.report import Ledger
 
 import numpy as np
@@ -47,19 +48,28 @@ def training_example(target, bos=BOS):
     return sequence[:-1], sequence[1:]
 
 
-def section_1(ledger, example=training_example):
+def decoder_input(gold, guesses, teacher_forced, bos=BOS):
+    """What the decoder reads at each step: [bos], then the word before the step: the gold one
+    under teacher forcing, the model's own guess when it runs free."""
+    return training_example(gold if teacher_forced else guesses, bos)[0]
+
+
+def section_1(ledger, example=training_example, decoder_input=decoder_input):
     ledger.section("1. Teacher forcing")
     gold = [1, 2, 3, 4]
-    decoder_input, labels = example(gold)
-    ledger.check("teacher-forced decoder input for gold [1, 2, 3, 4] (0 = start)", decoder_input, "[0, 1, 2, 3]")
+    forced, labels = example(gold)
+    ledger.check("teacher-forced decoder input for gold [1, 2, 3, 4] (0 = start)", forced, "[0, 1, 2, 3]")
     ledger.check("labels", labels, "[1, 2, 3, 4]")
-    guesses = np.random.default_rng(42).integers(1, 10, size=4).tolist()  # 08_teacher_forcing's draws
-    ledger.check("free-running input: the decoder reads its own guesses instead",
-                 example(guesses)[0], "[0, 1, 7, 6]")
+    guesses = np.random.default_rng(42).integers(1, 10, size=4).tolist()  # 08_teacher_forcing's stand-ins
+    ledger.check("free-running input: the decoder reads the guesses instead (rng(42) stand-ins, as in 08)",
+                 decoder_input(gold, guesses, teacher_forced=False), "[0, 1, 7, 6]")
+    retire("1. Teacher forcing: free-running input: the decoder reads its own guesses instead",
+           "renamed: the guesses are rng(42) stand-ins, not a model's, and the line now says so")
     gold_words, guessed = ["A", "B", "EOS"], ["A", "C", "EOS"]  # step 2 wrongly predicts C
     ledger.check("hand-check: step 3 input under teacher forcing, step 2 guessed C",
-                 example(gold_words, "BOS")[0][2], "B")
-    print(f"    (free running, step 3 would read {example(guessed, 'BOS')[0][2]})")
+                 decoder_input(gold_words, guessed, teacher_forced=True, bos="BOS")[2], "B")
+    ledger.check("hand-check: step 3 input running free instead (the guess C, the page's premise)",
+                 decoder_input(gold_words, guessed, teacher_forced=False, bos="BOS")[2], "C")
 
 
 def blocked(mask):
@@ -109,7 +119,7 @@ def decoder_counts(d, f, h):
             n_params(layer)), layer
 
 
-def section_4(ledger):
+def section_4(ledger, decoder_counts=decoder_counts, n_params=n_params):
     ledger.section("4. Output layer and decoder parameters (biases counted)")
     ledger.check("output layer weights d x V, d = 512, V = 37,000 (torch nn.Linear, no bias)",
                  nn.Linear(512, 37_000, bias=False, device="meta").weight.numel(), "18,944,000")
@@ -235,13 +245,13 @@ def section_7(ledger, smoothed_target=smoothed_target, lr=lr):
     ledger.skip("2025 T2 End Term FN, Q142", "a choice among options the page does not list")
 
 
-def check_yourself(ledger, example=training_example, causal_mask=causal_mask,
+def check_yourself(ledger, example=training_example, decoder_input=decoder_input, causal_mask=causal_mask,
                    cross_attention=cross_attention, sinusoidal_pe=sinusoidal_pe, layer_norm=layer_norm):
     ledger.section("Check yourself")
-    words = ["A", "B", "EOS"]
-    decoder_input, _ = example(words, "BOS")
-    ledger.check("1. training input for gold [A, B, EOS]", bracket(decoder_input), "[BOS, A, B]")
-    ledger.check("1. step 3 input when step 2 was predicted as C", decoder_input[2], "B")
+    words, guessed = ["A", "B", "EOS"], ["A", "C", "EOS"]  # step 2 predicted as C
+    ledger.check("1. training input for gold [A, B, EOS]", bracket(example(words, "BOS")[0]), "[BOS, A, B]")
+    ledger.check("1. step 3 input when step 2 was predicted as C",
+                 decoder_input(words, guessed, teacher_forced=True, bos="BOS")[2], "B")
     ledger.check("2. blocked cells in a 5-word causal mask", blocked(causal_mask(5)), "10")
     ledger.check("3. weight table, 3 target words, 6 source words, one head (torch)",
                  shape(cross_attention(3, 6)), "[3, 6]")

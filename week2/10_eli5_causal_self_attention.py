@@ -10,9 +10,10 @@ look back". Week 2, section 2 has the same mask.
     several heads: the same q, k, v cut into h heads of width d_model / h, the same masked
     attention in each, the heads side by side (concat), blended by W_O
 
-Prints the snippet's shapes and weights, each row's sum and the weight on future tokens,
-the heads' weights beside torch's own causal attention, and whether W_O blends every head
-into the output. Setup: the page's snippet with torch.manual_seed(42) first (the page draws
+Prints the snippet's shapes and weights, each row's sum and the weight on future tokens (the
+future cells built apart from the snippet's mask), the heads' weights beside torch's own
+causal attention, and whether W_O blends every head into the output (leaving out any one
+head changes it). Setup: the page's snippet with torch.manual_seed(42) first (the page draws
 without a seed); W_O is an nn.Linear(d_model, d_model) built after the snippet's three.
 Notes: week2/NOTES.md, section 10.
 """
@@ -62,13 +63,13 @@ def split_into_heads(q, k, v, h, mask):
     return qh, kh, vh, head_weights, heads, concat
 
 
-def head_alone(W_O, concat, i, h):
-    """What W_O makes of head i alone: its columns for every other head's slice set to 0."""
+def without_head(W_O, concat, i, h):
+    """What W_O makes of the heads with head i left out: its columns for head i's slice set to 0."""
     width = concat.shape[1] // h
     with torch.no_grad():
-        keep = torch.zeros_like(W_O.weight)
-        keep[:, i * width:(i + 1) * width] = W_O.weight[:, i * width:(i + 1) * width]
-        return F.linear(concat, keep, W_O.bias)
+        keep = W_O.weight.clone()  # (d_model, d_model)
+        keep[:, i * width:(i + 1) * width] = 0
+        return F.linear(concat, keep, W_O.bias)  # (seq, d_model)
 
 
 def lesson(args):
@@ -81,11 +82,13 @@ def lesson(args):
     print("weights (row = token, column = the token it looks at):")
     for i in shown_rows(seq):
         print(f"  {vec(weights[i].detach(), shown=SHOWN)}" if i is not None else f"  ... {seq - SHOWN} more rows")
-    sums, future = weights.sum(-1), weights[mask].sum().item()  # (seq,); the weight on blocked cells
+    future_cells = torch.ones(seq, seq, dtype=torch.bool).triu(1)  # the future, built apart from the snippet's mask
+    sums, future = weights.sum(-1), weights[future_cells].sum().item()  # (seq,); the weight on the future
     print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
           f"weight on future tokens: {future}")
     worst = (sums - 1).abs().max().item()
-    record("each row sums to 1, none of it on the future", worst < ROW_SUM and future == 0, value=worst,
+    record("each row sums to 1, none of it on the future", worst < ROW_SUM and future == 0,
+           value=f"largest row-sum gap {worst:.2g}; future weight {future}",
            threshold="every row within 1e-6 of 1; future weight exactly 0")
     # Row 1 can only look at itself (weight 1); the last row may look at everyone.
 
@@ -96,26 +99,25 @@ def lesson(args):
     for i in range(min(h, SHOWN)):
         w = head_weights[i].detach()
         print(f"head {i + 1}: rows sum to {w.sum(-1).min().item():.6f} to {w.sum(-1).max().item():.6f}; "
-              f"weight on future tokens: {w[mask].sum().item()};\n  last row={vec(w[-1], shown=SHOWN)}")
+              f"weight on future tokens: {w[future_cells].sum().item()};\n  last row={vec(w[-1], shown=SHOWN)}")
     if h > SHOWN:
         w = head_weights[SHOWN:].detach()
         print(f"heads {SHOWN + 1} to {h}: rows sum to {w.sum(-1).min().item():.6f} to {w.sum(-1).max().item():.6f}; "
-              f"weight on future tokens: {w[:, mask].sum().item()}")
+              f"weight on future tokens: {w[:, future_cells].sum().item()}")
     fused = F.scaled_dot_product_attention(qh, kh, vh, is_causal=True)  # torch's own causal kernel
     print("the heads by hand beside torch's own causal attention, F.scaled_dot_product_attention (SDPA):")
     print(f"max |heads by hand - torch SDPA(is_causal=True)|={(heads - fused).abs().max().item():.8f}")
 
     W_O = nn.Linear(d_model, d_model)  # blends the heads: every output number reads every head
     blended = W_O(concat)  # (seq, d_model)
-    from_head_1 = head_alone(W_O, concat, 0, h)
-    differs = not torch.allclose(blended, from_head_1)
+    changes = [not torch.allclose(blended, without_head(W_O, concat, i, h)) for i in range(h)]
     if h > 1:
-        print(f"W_O blends the {h} heads into {list(blended.shape)}; reading head 1 only, the output would differ: "
-              f"{differs}")
+        print(f"W_O blends the {h} heads into {list(blended.shape)}; leaving out one head at a time (its columns "
+              f"of W_O set to 0),\n  the output changes for {sum(changes)} of the {h} heads")
     else:
         print(f"W_O mixes the head's numbers into {list(blended.shape)}")
-    record("W_O blends every head into the output", differs if h > 1 else None, value=differs,
-           threshold="the output read from head 1 alone differs (two heads or more)",
+    record("W_O blends every head into the output", all(changes) if h > 1 else None, value=sum(changes),
+           threshold="leaving out any one head changes the output (two heads or more)",
            why=None if h > 1 else "one head: there is nothing to blend")
     print("  (these heads are untrained: random weights, so their patterns are random too. Trained in")
     print("   week1/16_heads_take_roles.py at its seed, two heads took roles, one on the previous word, one")
@@ -129,6 +131,15 @@ def lesson(args):
 def shown_rows(n):
     """Which of n rows to print: all, or the first SHOWN - 1, a gap (None), and the last."""
     return list(range(n)) if n <= SHOWN else [*range(SHOWN - 1), None, n - 1]
+
+
+def head_alone(W_O, concat, i, h):
+    """What W_O makes of head i alone: its columns for every other head's slice set to 0."""
+    width = concat.shape[1] // h
+    with torch.no_grad():
+        keep = torch.zeros_like(W_O.weight)
+        keep[:, i * width:(i + 1) * width] = W_O.weight[:, i * width:(i + 1) * width]
+        return F.linear(concat, keep, W_O.bias)
 
 
 def live_view(seq, d_model, h, seed):
