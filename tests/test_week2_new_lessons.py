@@ -164,7 +164,7 @@ def test_the_e_notation_is_read_out_on_the_runs_own_number(tmp_path):
     out, records = main_in_process(module, "--figure", str(tmp_path / "r.png"))
     assert "  (1.72e-15 means 0.00000000000000172: the e-15 moves the point 15 places left)\n" in out
     assert "                24      1.72e-15" in out  # the number the line reads, as the table prints it
-    assert records["a residual does not guarantee gradients never vanish"]["outcome"] == "retired"
+    assert "a residual does not guarantee gradients never vanish" not in records  # week2/11's belief 17 judges it
     assert module.e_notation([1.0, 4060.0, 0.5]) == "  (4.06e+03 means 4060: the e+03 moves the point 3 places right)"
     assert module.e_notation([1.0, 5.04e-129]) == \
         "  (5.04e-129 means 5.04 x 10^-129: the e-129 moves the point 129 places left)"

@@ -25,7 +25,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, set_quietly, show
 from common.maths import softmax
 from common.printing import vec
-from common.records import record, retire
+from common.records import record
 
 import numpy as np
 import torch
@@ -104,9 +104,6 @@ def lesson(args):
     print(f"  (masked: {vec(weights[i, : i + 1])}; sum={weights[i].sum():.4f}. The scores left unmasked, the future "
           f"keeps {1 - visible.sum():.4f} of\n   row {i + 1}'s softmax, as for any finite scores; "
           "week2/11_mistakes_shown.py, belief 4, measures what\n   zeroing the values does to the output)")
-    retire("zeroing future values instead shrinks the visible weights", "true of any finite scores (a softmax's "
-           "visible part sums below 1 while the future is unmasked), so it could not fail; week2/11's belief 4 "
-           "measures what zeroing the values does")
     # With masking, row 2 spreads all its attention over words 1 and 2; with zeroed values
     # the same two words get less, and the missing share is simply lost.
 

@@ -21,7 +21,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, Lesson, int_range, knob, too_big
-from common.records import record, retire
+from common.records import record
 
 import torch
 import torch.nn as nn
@@ -56,8 +56,6 @@ def lesson(args):
            threshold="every row within 1e-6 of 1")
     print(f"no mask over the source in this call: the smallest weight on a source word is {weights.min().item():.4f}\n"
           "  (why cross-attention needs no causal mask over the source: week2/11_mistakes_shown.py, belief 6)")
-    retire("no causal mask over the source", "it judged the lesson's own call, made without a mask; week2/11's "
-           "belief 6 measures the page's claim (generation matches training only with no source mask)")
 
     # Padding is the one thing hidden in the source: pretend the last source word of
     # batch item 1 is padding (with S = 1 that would leave a row with nothing to see).

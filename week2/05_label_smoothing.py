@@ -23,7 +23,7 @@ from common import run
 from common.cli import SEED, Lesson, float_range, int_range, knob
 from common.live import Blit, View, add_slider, allowed, show
 from common.printing import vec
-from common.records import record, retire, said
+from common.records import record, said
 
 import numpy as np
 import torch
@@ -208,12 +208,6 @@ def over_confidence(epsilon, seed):
            threshold=f"smoothed: median within {NEAR:g} of its target, gap growth less than {SETTLED:g} either way; "
                      f"plain: median above {PUSHED:g}, gap growth more than {GROWING:g}; both right above {RIGHT:.0%}",
            why=None if smoothing else "epsilon 0: nothing smoothed, no contrast")
-    retire("the smoothed model's confidence stays near its target", "it judged the mean confidence one-sided (at "
-           "most the target + 0.01), which any unsure model passed: now the median, on both sides")
-    retire("the plain model is over-confident", "it judged confidence, not over-confidence (the plain model was less "
-           "sure than right): now its probabilities pushed toward 1 and its scores growing")
-    retire("label smoothing stops the model from becoming over-confident",
-           "renamed to what it measures: label smoothing stops the push toward certainty")
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, live window

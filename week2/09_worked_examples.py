@@ -23,7 +23,6 @@ from common import run
 from common.blocks import causal_mask, sinusoidal_pe
 from common.cli import Lesson
 from common.printing import n_params
-from common.records import retire
 from common.report import Ledger
 
 import numpy as np
@@ -63,8 +62,6 @@ def section_1(ledger, example=training_example, decoder_input=decoder_input):
     guesses = np.random.default_rng(42).integers(1, 10, size=4).tolist()  # 08_teacher_forcing's stand-ins
     ledger.check("free-running input: the decoder reads the guesses instead (rng(42) stand-ins, as in 08)",
                  decoder_input(gold, guesses, teacher_forced=False), "[0, 1, 7, 6]")
-    retire("1. Teacher forcing: free-running input: the decoder reads its own guesses instead",
-           "renamed: the guesses are rng(42) stand-ins, not a model's, and the line now says so")
     gold_words, guessed = ["A", "B", "EOS"], ["A", "C", "EOS"]  # step 2 wrongly predicts C
     ledger.check("hand-check: step 3 input under teacher forcing, step 2 guessed C",
                  decoder_input(gold_words, guessed, teacher_forced=True, bos="BOS")[2], "B")

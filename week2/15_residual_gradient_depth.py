@@ -28,7 +28,7 @@ from common import run
 from common.cli import SEED, Lesson, float_range, int_range, knob, too_big
 from common.figures import figure_path, plt, save_figure
 from common.printing import readable
-from common.records import record, retire, said
+from common.records import record, said
 
 import numpy as np
 import torch
@@ -133,8 +133,6 @@ def lesson(args):
     print("Not a guarantee: a sublayer that cancels its input, F(x) = FFN(x) - x, makes x + F(x) the plain\n"
           "  stack again (week2/11_mistakes_shown.py, belief 17, measures such a block beside a shortcut\n"
           "  nothing can cancel)")
-    retire("a residual does not guarantee gradients never vanish", "x + (FFN(x) - x) is the plain stack, so its "
-           "gradient was the plain one's and the check could only repeat it; week2/11's belief 17 measures the claim")
     # The shortcut adds I to every sublayer's Jacobian; it keeps the gradient only while the
     # sublayers stay small and do not undo it. Real Transformers add LayerNorm and careful
     # initialisation on top.

@@ -26,7 +26,7 @@ from common import run
 from common.blocks import feed_forward
 from common.cli import SEED, Lesson, int_range, knob
 from common.printing import readable
-from common.records import record, retire, said
+from common.records import record, said
 
 import torch
 import torch.nn as nn
@@ -195,8 +195,6 @@ def lesson(args):
           f"with torch's starting\n  weights adding it to the shortcuts "
           f"{'changed nothing here (both trained)' if same else 'made the difference'}:\n"
           "  LayerNorm keeps the numbers' size steady; the shortcut is the direct route.")
-    retire("LayerNorm alone trains the plain stack", "never judged (no claim of the page): the line's words follow "
-           "from the held-out loss records of the LayerNorm, shortcut and both stacks, which judge them")
 
 
 # ---------------------------------------------------------------- optional: knobs and Try it

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.blocks import MultiHeadAttention, causal_mask, feed_forward
 from common.cli import SEED, Lesson, int_range, knob
-from common.records import record, retire, said
+from common.records import record, said
 
 import torch
 import torch.nn as nn
@@ -269,9 +269,6 @@ def lesson(args):
            value=f"gold prefix {tf['gold']:.3f}, after a slip {tf['after slip']:.3f}",
            threshold=f"right with the gold prefix above {LEARNED:.0%} (it learned the rule); right after one slip "
                      f"below {NOT_YET:.0%} (it carries the slip on)")
-    retire("teacher forcing does not remove the mismatch",
-           "renamed to what it measures: a decoder trained only on gold prefixes carries a slip on; no difference "
-           "teacher forcing makes is measured (any decoder that learned total before + digit carries it on)")
     print("  (This is not a difference teacher forcing makes: a decoder that learned total = total before +\n"
           "   digit carries a slip on however it was trained. It shows the mismatch is still there to meet.)")
 
