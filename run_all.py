@@ -187,7 +187,8 @@ def banded(text, records):
     nearest first, as a whole value outside a band already put in. A judged number must be
     printed beside the band it is judged by, "0.084 (below 0.5)": the record's threshold,
     word for word; a number no claim judges must stand once in its line. Anything else is
-    refused by name: a band printed beside a number may not say what the check does not."""
+    refused by name: a band printed beside a number may not say what the check does not.
+    The padding around a band is compared as one space (unpadded())."""
     lines, problems = text.splitlines(keepends=True), []
     starts, previous = [], 0  # where each record's lines begin: after the last record made at an earlier line
     for r in records:
@@ -219,7 +220,15 @@ def banded(text, records):
         else:
             problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, but no line printed since the check "
                             "before it holds that value: print the number, then record it, with the same text")
-    return "".join(lines), problems
+    return "".join(unpadded(line) if "‹" in line else line for line in lines), problems
+
+
+def unpadded(line):
+    """The spaces that pad a column beside a shown number depend on how wide the run's number
+    is ("99.1%" or "100.0%"), so where a band stands in for it they become one space: before
+    the band, and after it (or after the band printed beside it)."""
+    line = re.sub(r" {2,}(?=‹)", " ", line)
+    return re.sub(r"(›(?: \([^()\n]*\))?) {2,}", r"\1 ", line)
 
 
 def checks_path(name, root=ROOT):
