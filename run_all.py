@@ -180,34 +180,55 @@ def split_records(raw):
 
 def banded(text, records):
     """(text with each `shown` number replaced by its record's band, ‹band›; the problems).
-    A record's number is looked for in the nearest line printed before it that holds it as a
-    whole value (outside a band already put in). There it is the place followed by its band,
-    "0.084 (below 0.5)", or else the only place: a number that stands twice in its line, with
-    no band after either, could be read in the wrong place, and is refused by name. A
-    training's numbers differ from CPU to CPU; their bands, and so this text, do not."""
+    A training's numbers differ from CPU to CPU; their bands, and so this text, do not.
+
+    A record is made after the line it judges, so its number is looked for in the lines
+    printed since the record before it (records made one after another share those lines),
+    nearest first, as a whole value outside a band already put in. A judged number must be
+    printed beside the band it is judged by, "0.084 (below 0.5)": the record's threshold,
+    word for word; a number no claim judges must stand once in its line. Anything else is
+    refused by name: a band printed beside a number may not say what the check does not.
+    The padding around a band is compared as one space (unpadded())."""
     lines, problems = text.splitlines(keepends=True), []
+    starts, previous = [], 0  # where each record's lines begin: after the last record made at an earlier line
     for r in records:
+        at = min(r.get("at", len(lines)), len(lines))
+        if at > (starts[-1][1] if starts else 0):
+            previous = starts[-1][1] if starts else 0
+        starts.append((previous, at))
+    for r, (start, at) in zip(records, starts, strict=True):
         if "shown" not in r:
             continue
-        band = r.get("threshold") or "not judged"
+        threshold = r.get("threshold")
         pattern = re.compile(rf"(?<![\w.+-]){re.escape(r['shown'])}(?![\w.])")
-        for n in range(min(r.get("at", len(lines)), len(lines)) - 1, -1, -1):
+        for n in range(at - 1, start - 1, -1):
             hidden = re.sub(r"‹[^›]*›", lambda placed: "\0" * len(placed.group()), lines[n])  # bands already in
             places = list(pattern.finditer(hidden))
             if not places:
                 continue
-            beside = [p for p in places if hidden[p.end():].startswith(f" ({band}")]
-            if beside or len(places) == 1:
-                where = (beside or places)[0]
-                lines[n] = f"{lines[n][:where.start()]}‹{band}›{lines[n][where.end():]}"
-            else:
+            beside = [p for p in places if threshold and hidden[p.end():].startswith(f" ({threshold})")]
+            if threshold and not beside:
+                problems.append(f"the check \"{r['name']}\" shows {r['shown']!r} without the band it is judged by: "
+                                f"print \"{r['shown']} ({threshold})\"")
+            elif not threshold and len(places) > 1:
                 problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, which stands {len(places)} times "
-                                f"in its line: print its band right after it, \"{r['shown']} ({band})\"")
+                                "in its line: a number no claim judges must stand once")
+            else:
+                where = (beside or places)[0]
+                lines[n] = f"{lines[n][:where.start()]}‹{threshold or 'not judged'}›{lines[n][where.end():]}"
             break
         else:
-            problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, but no line printed before it "
-                            "holds that value: print the number before recording it, with the same text")
-    return "".join(lines), problems
+            problems.append(f"the check \"{r['name']}\" shows {r['shown']!r}, but no line printed since the check "
+                            "before it holds that value: print the number, then record it, with the same text")
+    return "".join(unpadded(line) if "‹" in line else line for line in lines), problems
+
+
+def unpadded(line):
+    """The spaces that pad a column beside a shown number depend on how wide the run's number
+    is ("99.1%" or "100.0%"), so where a band stands in for it they become one space: before
+    the band, and after it (or after the band printed beside it)."""
+    line = re.sub(r" {2,}(?=‹)", " ", line)
+    return re.sub(r"(›(?: \([^()\n]*\))?) {2,}", r"\1 ", line)
 
 
 def checks_path(name, root=ROOT):

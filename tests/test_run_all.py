@@ -491,7 +491,7 @@ def test_a_counted_number_that_is_not_where_its_record_says_is_refused_by_name(r
     """Left in place, such a number would make the golden file differ from CPU to CPU."""
     name = lesson_with_checks(repo, COUNTED.format(share="96.4%"), body)
     code, out = run(repo, "--update", name)
-    assert code == 1 and 'the check "totals right" shows \'96.4%\', but no line printed before it' in out, out
+    assert code == 1 and 'the check "totals right" shows \'96.4%\', but no line printed since' in out, out
 
 
 def test_bands_are_placed_nearest_first_beside_their_band_and_never_inside_another():
@@ -503,12 +503,41 @@ def test_bands_are_placed_nearest_first_beside_their_band_and_never_inside_anoth
         "a ‹above 50%› (above 50%)\nb size 1.00, loss ‹below 2.0› (below 2.0), ‹below 2.0› (below 2.0)\n", [])
 
 
-def test_a_number_that_stands_twice_in_its_line_without_its_band_is_refused_by_name():
+def test_a_number_no_claim_judges_that_stands_twice_in_its_line_is_refused_by_name():
     """Read in the first place, a loss of 1.00 would land in the size column on some CPU."""
-    compared, problems = run_all.banded("size 1.00, loss 1.00\n", [{"name": "loss", "shown": "1.00", "at": 1,
-                                                                    "threshold": "below 2.0"}])
+    compared, problems = run_all.banded("size 1.00, loss 1.00\n", [{"name": "loss", "shown": "1.00", "at": 1}])
     assert compared == "size 1.00, loss 1.00\n"
     assert 'the check "loss" shows \'1.00\', which stands 2 times' in problems[0]
+
+
+def test_a_judged_number_must_stand_beside_its_own_band_word_for_word():
+    """A band printed beside a number may not say what the check does not: another band, a band
+    that only starts like it, or none at all is refused by name."""
+    record = {"name": "loss", "shown": "0.42", "threshold": "below 0.6", "at": 1}
+    for text in ("loss 0.42 (below 0.5)\n", "loss 0.42 (below 0.60 or so)\n", "loss 0.42\n"):
+        compared, problems = run_all.banded(text, [record])
+        assert compared == text and problems == [
+            'the check "loss" shows \'0.42\' without the band it is judged by: print "0.42 (below 0.6)"'], text
+    assert run_all.banded("loss 0.42 (below 0.6)\n", [record]) == ("loss ‹below 0.6› (below 0.6)\n", [])
+
+
+def test_a_number_is_looked_for_only_since_the_record_before_it():
+    """A record made after other records is not read in a line that an earlier record judged."""
+    text = "a constant 0.420\nloss 0.42 (below 0.6)\n"
+    records = [{"name": "constant", "outcome": "upholds the page", "at": 1},
+               {"name": "loss", "shown": "0.420", "threshold": "below 0.6", "at": 2}]
+    assert "no line printed since the check before it holds that value" in run_all.banded(text, records)[1][0]
+
+
+def test_the_padding_beside_a_band_does_not_depend_on_the_runs_number():
+    """A column right-aligned beside a number is padded by how wide that number is printed."""
+    records = [{"name": "tf", "shown": "99.1%", "threshold": "above 75%", "at": 1},
+               {"name": "own", "shown": "7.9%", "at": 1}]
+    wide = {**records[0], "shown": "100.0%"}, {**records[1], "shown": "27.9%"}
+    narrow_text = f"right{'99.1% (above 75%)':>25}{'7.9%':>10}  end\n"
+    wide_text = f"right{'100.0% (above 75%)':>25}{'27.9%':>10}  end\n"
+    assert run_all.banded(narrow_text, records) == run_all.banded(wide_text, list(wide)) == (
+        "right ‹above 75%› (above 75%) ‹not judged› end\n", [])
 
 
 def test_records_are_taken_out_of_the_output_where_they_were_made():
