@@ -150,8 +150,8 @@ def test_default_run_upholds_the_page(runs):
     assert "Not the whole story: LayerNorm alone did not train the plain stack" in result.stdout
     compared = result.compared()[0]
     shortcut = [line for line in compared.splitlines() if line.startswith(" shortcut")]
-    assert shortcut == [" shortcut  x + F(x)               1.44   ‹trains: below 0.5› (trains: below 0.5)",
-                        " shortcut  x + F(x)              29.99   ‹stuck: above 0.8 or nan› (stuck: above 0.8 or nan)"]
+    assert shortcut == [" shortcut  x + F(x)               1.44 ‹trains: below 0.5› (trains: below 0.5)",
+                        " shortcut  x + F(x)              29.99 ‹stuck: above 0.8 or nan› (stuck: above 0.8 or nan)"]
     for r in result.records[:6]:  # the run's own number, beside the band its record judges it by
         assert f"   {r['shown']} ({r['threshold']})" in result.stdout
         assert r["shown"] == f"{r['value']:.3f}"
@@ -166,7 +166,7 @@ def test_a_loss_is_never_read_in_the_size_column(ds):
 
     line = f"LayerNorm  LN(F(x))  {ds.readable(1.0, 2):>12}   {1.0:.3f} (stuck: above 0.8 or nan)\n"
     text, problems = banded(line, [{"shown": f"{1.0:.3f}", "threshold": "stuck: above 0.8 or nan"}])
-    assert not problems and text.startswith("LayerNorm  LN(F(x))          1.00   ‹stuck")
+    assert not problems and text.startswith("LayerNorm  LN(F(x))          1.00 ‹stuck")
 
 
 @pytest.mark.reads(SHALLOW)

@@ -228,13 +228,11 @@ def test_each_trained_number_is_printed_beside_its_band(runs):
         if r["threshold"] and r["outcome"] == UPHOLDS:
             assert f"{r['shown']} ({r['threshold']})" in result.stdout, r
     compared = result.compared()[0]
-    assert "  totals right                                   ‹above 75%› (above 75%)        ‹below 50%› (below 50%)" \
-        in compared
-    assert "  right with the gold prefix, wrong alone                      ‹not judged›\n" in compared
-    assert "  right from place 3 on, after one slip            ‹below 50%› (below 50%)" \
-        "                    ‹not judged›\n" in compared
-    assert "largest rise of the loss above its lowest      ‹0.25 or less› (0.25 or less)" \
-        "                    ‹not judged›\n" in compared
+    # (the padding beside a band is compared as one space: it depends on the number's width)
+    assert "  totals right ‹above 75%› (above 75%) ‹below 50%› (below 50%)\n" in compared
+    assert "  right with the gold prefix, wrong alone ‹not judged›\n" in compared
+    assert "  right from place 3 on, after one slip ‹below 50%› (below 50%) ‹not judged›\n" in compared
+    assert "largest rise of the loss above its lowest ‹0.25 or less› (0.25 or less) ‹not judged›\n" in compared
 
 
 LONGER = lesson_run(NAME, "--steps", "150")

@@ -144,7 +144,7 @@ def test_default_run_upholds_the_page_and_says_what_a_smaller_rate_does(runs):
     assert [outcomes[name] for name in VERDICTS + COUNTED] == [UPHOLDS] * 11
     assert outcomes[STEP_1] == outcomes[SMALLER] == outcomes[SLOW] == NOT_TESTED
     assert all(r.get("why") for r in result.records if r["outcome"] == NOT_TESTED)  # each says why
-    assert "With a 10 times smaller rate (0.1) the unscaled head's loss ends at ‹below 0.5› of its start\n  (below " \
+    assert "With a 10 times smaller rate (0.1) the unscaled head's loss ends at ‹not judged› of its start\n  (below " \
            "0.5: it learns), above the scaled head's at 1 (more slowly)" in result.compared()[0]
     assert f"sqrt(d_k) = {math.sqrt(1024):.0f} times" in result.stdout
     assert "times the scaled head's: larger, not close to zero." in result.stdout  # measured, as the notes say

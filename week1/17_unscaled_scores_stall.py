@@ -224,7 +224,7 @@ def lesson(args):
           f"  ({'below' if learns else 'above'} {STALLED:g}: {'it learns' if learns else 'it stalls too'}), "
           f"{pace.format(lr)}: how much it stalls depends on the rate.")
     record("the unscaled head at a smaller rate: held-out loss after / before", None, value=loss_left(slow),
-           threshold=f"below {STALLED:g}", shown=left, why="the page makes no claim about a smaller rate")
+           shown=left, why="the page makes no claim about a smaller rate")
     record("a smaller rate lets the unscaled head learn, more slowly", None,
            value=f"{loss_left(slow):.2f} of its start; {slow['after']['loss']:.2f} against {sc['after']['loss']:.2f}",
            threshold=f"held-out loss after / before below {STALLED:g}; after above the scaled head's",

@@ -179,21 +179,21 @@ def over_confidence(epsilon, seed):
            abs(sure - cap) <= NEAR if smoothing else None, value=sure, threshold=near if smoothing else None,
            shown=shown, why=why)
     shown = f"{plain:.3f}"
-    print(f"  median largest probability without        {shown} (above {PUSHED:g}: pushed toward 1)")
+    print(f"  median largest probability without        {shown} (above {PUSHED:g}), pushed toward 1")
     record("without smoothing, the probabilities are pushed toward 1", plain > PUSHED, value=plain,
            threshold=f"above {PUSHED:g}", shown=shown)
     print("  growth of the median gap between the two largest scores, step 150 to 300:")
     shown = f"{settles:.3f}"
-    print(f"    with smoothing {shown} " + (f"(less than {SETTLED:g} either way: it settles)" if smoothing else
+    print(f"    with smoothing {shown} " + (f"(less than {SETTLED:g} either way), it settles" if smoothing else
                                           "(epsilon 0: nothing smoothed, no contrast)"))
     record("with smoothing, the scores settle", abs(settles) < SETTLED if smoothing else None, value=settles,
            threshold=f"less than {SETTLED:g} either way" if smoothing else None, shown=shown, why=why)
     shown = f"{grows:.3f}"
-    print(f"    without        {shown} (more than {GROWING:g}: they keep growing)")
+    print(f"    without        {shown} (more than {GROWING:g}), they keep growing")
     record("without smoothing, the scores keep growing", grows > GROWING, value=grows,
            threshold=f"more than {GROWING:g}", shown=shown)
     shown, plain_shown = f"{right:.1%}", f"{plain_right:.1%}"
-    print(f"  right: {shown} with smoothing, {plain_shown} without (above {RIGHT:.0%} both ways)")
+    print(f"  right: {shown} (above {RIGHT:.0%}) with smoothing, {plain_shown} (above {RIGHT:.0%}) without")
     record("the smoothed model is right", right > RIGHT, value=right, threshold=f"above {RIGHT:.0%}", shown=shown)
     record("the plain model is right", plain_right > RIGHT, value=plain_right, threshold=f"above {RIGHT:.0%}",
            shown=plain_shown)
