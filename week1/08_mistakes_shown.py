@@ -696,8 +696,8 @@ ANOTHER_LESSON_RUNS = [
      '"it" looks hardest at the noun it means in fewer than 90%'),
     ("Heads find distinct, readable roles (section 5)", "week1/16_heads_take_roles",
      {"heads need not find distinct, readable roles": UPHOLDS},
-     "it wrong, as the page says: trained with 4 heads, a head knocked out alone breaks no blank (the other "
-     "heads do what it does, or it does nothing the blanks need)"),
+     "it wrong, as the page says: trained with 4 heads, a head knocked out alone leaves every blank at 50% "
+     "or more right (so the other heads do what it does, or it does nothing the blanks need)"),
 ]
 
 
