@@ -481,7 +481,7 @@ def show_exposure(early):
     record(f"right tokens at step {EARLY}, with its own guesses", None, value=early["free"], shown=free,
            why="shown, not judged: the claim is the gap")
     gap = early["forced"] - early["free"]
-    print(f"  free running is {100 * gap:.1f} points worse (at least {100 * WORSE:g})")
+    print(f"  free running, points worse: {100 * gap:.1f} (at least {100 * WORSE:g})")
     record(f"exposure bias at step {EARLY}", gap >= WORSE, value=100 * gap, threshold=f"at least {100 * WORSE:g}",
            shown=f"{100 * gap:.1f}")
     print("  (one wrong guess becomes a wrong input for every later step)")
