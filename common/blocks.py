@@ -158,21 +158,3 @@ class PreNormBlock(nn.Module):
         x = x + self.attention(self.norm1(x))  # step 1: mix info across tokens
         x = x + self.ffn(self.norm2(x))  # step 2: refine each token alone
         return x  # (batch, seq, d_model), same shape in = out
-
-
-def adam_state(weights):
-    """The earlier hand-written Adam's running means: kept only until every training uses torch.optim.Adam."""
-    return {"m": [torch.zeros_like(w) for w in weights], "v": [torch.zeros_like(w) for w in weights]}
-
-
-def adam_step(weights, grads, state, step, lr, betas=(0.9, 0.999), eps=1e-8):
-    """The earlier hand-written Adam step (torch.optim.Adam's arithmetic): kept only until every
-    training uses torch.optim.Adam."""
-    b1, b2 = betas
-    for w, g, m, v in zip(weights, grads, state["m"], state["v"], strict=True):
-        if g is None:
-            continue
-        m.lerp_(g, 1 - b1)
-        v.mul_(b2).addcmul_(g, g, value=1 - b2)
-        denominator = (v.sqrt() / (1 - b2 ** step) ** 0.5).add_(eps)
-        w.addcdiv_(m, denominator, value=-lr / (1 - b1 ** step))

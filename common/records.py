@@ -91,21 +91,6 @@ def said(holds):
     return "as the page says" if holds else "NOT AS THE PAGE SAYS"
 
 
-def check(name, line, holds, value=None, threshold=None):
-    """The earlier form (print `line`, then record): kept only until every lesson prints
-    first and records after."""
-    print(line)
-    return record(name, holds, value, threshold)
-
-
-def band(value, low, high, decimals=2):
-    """The earlier bands in words ("below 0.60", "0.60 to 0.90", "above 0.90"): kept only until
-    every training prints its own numbers."""
-    if value < low:
-        return f"below {low:.{decimals}f}"
-    return f"above {high:.{decimals}f}" if value > high else f"{low:.{decimals}f} to {high:.{decimals}f}"
-
-
 @contextmanager
 def collected():
     """The records made inside the block, as a list of dicts (for tests)."""
