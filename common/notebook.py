@@ -57,23 +57,40 @@ def titles(fig):
     return " | ".join(" ".join(t.split()) for t in found if t.strip())
 
 
-def buffer_png(fig):
+def buffer_png(fig, rows=None):
     """What the figure's canvas holds now (its last full draw, and every blit since), as PNG
-    bytes: a live view's picture after a move, drawn by its Blit as a window draws it."""
+    bytes (its top `rows` rows of pixels, if given): a live view's picture after a move, drawn
+    by its Blit as a window draws it."""
     import numpy as np
     from matplotlib.image import imsave
 
     out = io.BytesIO()
-    imsave(out, np.asarray(fig.canvas.buffer_rgba()), format="png")
+    imsave(out, np.asarray(fig.canvas.buffer_rgba())[:rows], format="png")
     return out.getvalue()
 
 
-def image_html(fig):
-    """The figure's picture as an <img> that fits the notebook's width, its titles as the alt
-    text (screen readers, tests)."""
-    png = base64.b64encode(buffer_png(fig)).decode("ascii")
+def image_html(fig, rows=None):
+    """The figure's picture (its top `rows` rows) as an <img> that fits the notebook's width, its
+    titles as the alt text (screen readers, tests)."""
+    png = base64.b64encode(buffer_png(fig, rows)).decode("ascii")
     return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(titles(fig))}" '
             'style="max-width: 100%; height: auto"/>')
+
+
+def above_the_widgets(view):
+    """How many rows of pixels, from the top, hold the figure without its widgets, when they all
+    stand below everything else (the sliders along a window's bottom); else None (all of it).
+    Shown as an image, the figure's own widgets could not be moved: the controls below it stand
+    for them. Measured on the figure as drawn."""
+    renderer = view.fig.canvas.get_renderer()
+    widget_axes = {widget.ax for widget in view.widgets.values()}
+    others = [ax.get_tightbbox(renderer) for ax in view.fig.axes if ax not in widget_axes and ax.get_visible()] + [
+        artist.get_window_extent(renderer) for artist in [*view.fig.texts, *view.fig.legends] if artist.get_visible()]
+    widgets_top = max(ax.get_tightbbox(renderer).y1 for ax in widget_axes)
+    lowest = min((extent.y0 for extent in others if extent.height > 0), default=0)
+    if widgets_top >= lowest:
+        return None
+    return int(view.fig.bbox.height - (widgets_top + lowest) / 2)  # (pixel rows count from the top)
 
 
 def is_slider(widget):
@@ -90,6 +107,7 @@ def control_for(name, widget):
         labels = [text.get_text() for text in widget.labels]
         return ipywidgets.RadioButtons(options=labels, value=widget.value_selected, description=name)
     shared = {"description": widget.label.get_text() or name, "style": {"description_width": "initial"},
+              "layout": {"width": "min(100%, 640px)"},  # about as long as the window's slider
               "continuous_update": False, "readout": False}  # a move draws once, when the knob is let go
     steps = widget.valstep
     if steps is not None and not isinstance(steps, (int, float)):  # a list of allowed values
@@ -114,7 +132,8 @@ def set_value(widget, value):
 class WidgetView:
     """A View driven by ipywidgets controls: each move sets the matplotlib widget it stands for
     (whose callbacks redraw, through the View's Blit, what the move changed), then shows the
-    canvas as an image. `controls` and `readouts` by the View's widget names; `picture` the image."""
+    canvas as an image (above the widgets: `rows`). `controls` and `readouts` by the View's widget
+    names; `picture` the image."""
 
     def __init__(self, view):
         import ipywidgets
@@ -123,7 +142,8 @@ class WidgetView:
         self.controls = {name: control_for(name, w) for name, w in view.widgets.items()}
         self.readouts = {name: ipywidgets.Label() for name, w in view.widgets.items() if is_slider(w)}
         view.fig.canvas.draw()  # the first full draw, as a window's first (a Blit keeps its backgrounds)
-        self.picture = ipywidgets.HTML(image_html(view.fig))
+        self.rows = above_the_widgets(view)
+        self.picture = ipywidgets.HTML(image_html(view.fig, self.rows))
         self.sync()
         for name, control in self.controls.items():
             control.observe(self.mover(name), names="value")
@@ -140,7 +160,7 @@ class WidgetView:
             with window_style():  # as the window draws, so a label made by the move matches the rest
                 set_value(self.view.widgets[name], change["new"])
             self.sync()
-            self.picture.value = image_html(self.view.fig)
+            self.picture.value = image_html(self.view.fig, self.rows)
         return moved
 
     def sync(self):

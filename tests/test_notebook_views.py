@@ -139,7 +139,8 @@ def drawn_plainly(view):
 
 
 def picture_of(driven):
-    """The image a WidgetView shows, as pixels, and its alt text."""
+    """The image a WidgetView shows, as pixels, and its alt text (compared with the top
+    `driven.rows` rows of a full draw: the figure above its widgets)."""
     found = re.search(r'src="data:image/png;base64,([^"]+)" alt="([^"]*)"', driven.picture.value)
     image = np.asarray(Image.open(io.BytesIO(base64.b64decode(found.group(1)))).convert("RGB"))
     return image, html.unescape(found.group(2))
@@ -196,15 +197,32 @@ def test_the_controls_move_the_view_and_it_shows_what_a_full_draw_shows(monkeypa
         assert shown == [driven.box] and isinstance(driven, notebook.WidgetView)
         assert list(driven.controls) == list(view.widgets) and agrees(driven)
         image, alt = picture_of(driven)
-        assert np.array_equal(image, drawn_plainly(view)) and alt == notebook.titles(view.fig)
+        assert np.array_equal(image, drawn_plainly(view)[:driven.rows]) and alt == notebook.titles(view.fig)
         first = next(iter(driven.controls))
         moves = [(name_, ends(control)[0]) for name_, control in driven.controls.items()]
         for name_, value in moves + [(first, ends(driven.controls[first])[1])]:
             let_go(driven.controls[name_], value)
             assert agrees(driven), f"after moving {name_} to {value}"
             image, alt = picture_of(driven)
-            assert np.array_equal(image, drawn_plainly(view)), f"after moving {name_} to {value}"
+            assert np.array_equal(image, drawn_plainly(view)[:driven.rows]), f"after moving {name_} to {value}"
             assert alt == notebook.titles(view.fig)
+
+
+@pytest.mark.parametrize("name", ["week2/01_causal_mask", "week1/15_context_decides"])
+def test_the_picture_leaves_out_the_figures_own_sliders_and_nothing_else(monkeypatch, name):
+    """Its controls are below it: the picture is the figure above its sliders (everything else
+    stands there whole), or all of it when a widget stands elsewhere (week1/15's pickers)."""
+    view, driven, _, stack = open_view(monkeypatch, name)
+    with stack:
+        renderer, height = view.fig.canvas.get_renderer(), view.fig.bbox.height
+        widget_axes = {widget.ax for widget in view.widgets.values()}
+        if name == "week1/15_context_decides":
+            assert driven.rows is None
+            return
+        for ax in view.fig.axes:
+            extent = ax.get_tightbbox(renderer)
+            assert (height - extent.y0 < driven.rows) if ax not in widget_axes else (height - extent.y1 > driven.rows)
+        assert picture_of(driven)[0].shape[0] == driven.rows
 
 
 def test_a_control_follows_a_range_another_control_changes(monkeypatch):
@@ -228,7 +246,7 @@ def test_a_picture_not_redrawn_after_a_move_is_told_apart(monkeypatch):
     view, driven, _, stack = open_view(monkeypatch, "week2/01_causal_mask")
     with stack:
         view.widgets["T"].set_val(9)
-        assert not np.array_equal(picture_of(driven)[0], drawn_plainly(view))
+        assert not np.array_equal(picture_of(driven)[0], drawn_plainly(view)[:driven.rows])
         assert not agrees(driven)
 
 
