@@ -7,7 +7,8 @@ training's window is an image refreshed while the cell trains.
 One kernel per notebook, the three side by side. The trainings' cells (and week1/02's, whose
 view computes every width) run shorter here (SHORTER): at their defaults the check runs them,
 and they take seconds each. In week2's kernel, after its cells, a few more: Interrupt during a
-training, the kernel's backend left as it was, a lesson imported and called, and `%matplotlib
+training at its defaults (its window seen redrawn while it trains, not only at its first and
+last step), the kernel's backend left as it was, a lesson imported and called, and `%matplotlib
 widget`.
 """
 import asyncio
@@ -33,9 +34,10 @@ pytest.importorskip("ipympl")
 
 NOTEBOOKS = {page: run_all.ROOT / "notebooks" / filename for page, (filename, _, _) in generate.PAGES.items()}
 RUN = re.compile(r"^%run (week\d/\d\d_\w+)\.py(.*)$")
-SHORTER = {"week1/09_bottleneck_experiment": "--steps 40", "week2/12_train_tiny_transformer": "--steps 100",
+SHORTER = {"week1/09_bottleneck_experiment": "--steps 10", "week2/12_train_tiny_transformer": "--steps 50",
            "week1/15_context_decides": "--steps 10", "week1/16_heads_take_roles": "--steps 20",
-           "week2/19_teacher_forcing_fast_and_stable": "--steps 10", "week1/02_dot_product_variance": "--pairs 2000"}
+           "week2/19_teacher_forcing_fast_and_stable": "--steps 10", "week1/17_unscaled_scores_stall": "--d-k 16",
+           "week2/18_deep_stacks_train": "--depth 2", "week1/02_dot_product_variance": "--pairs 2000"}
 OUT = SCRATCH / "notebook_runs"  # where the kernels' lessons save their figures (never the repo's)
 KERNEL_ENV = {**{k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")},
               **{k: v for k, v in run_all.FIXED_ENV.items() if k != "MPLBACKEND"},
