@@ -39,7 +39,8 @@ if CHROMIUM is None or CHROMEDRIVER is None:
                 allow_module_level=True)
 webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: "
                                 "pip install -r requirements-test.txt")
-pytest.importorskip("jupyterlab", reason="jupyterlab is not installed: pip install -r requirements-test.txt")
+for tool in ("jupyterlab", "ipywidgets", "ipympl"):
+    pytest.importorskip(tool, reason=f"{tool} is not installed: pip install -r requirements-test.txt")
 
 from PIL import Image  # noqa: E402  (matplotlib's own dependency)
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
