@@ -98,7 +98,8 @@ Try it below it: move its sliders and the numbers follow. Run the set-up cell fi
 
 - The controls stand below the figure (ipywidgets), everywhere, Colab too. In JupyterLab,
   Notebook 7 or VS Code with ipympl installed (`pip install -r requirements-notebook.txt`), run
-  `%matplotlib widget` first to drive the figure's own sliders instead, the arrow keys too.
+  `%matplotlib widget` first to drive the figure's own sliders instead (in JupyterLab the arrow
+  keys move the slider last clicked; Notebook 7 keeps them for moving between cells).
 - A training's window is a picture redrawn while it trains, then its final figure.
 - Interrupt (the stop button) ends a running lesson with `stopped`, and the kernel goes on; as
   after any `%run`, cells that Run All queued after it still run.
