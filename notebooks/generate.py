@@ -64,10 +64,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPOSITORY = {repository!r}  # the project on GitHub, "owner/name"
+REPOSITORY = {repository}  # the project on GitHub, "owner/name"
 here = Path.cwd()
 root = next((folder for folder in (here, *here.parents, here / "lessons") if (folder / "run_all.py").exists()), None)
 if root is None and REPOSITORY:
+    print(f"cloning https://github.com/{{REPOSITORY}} into lessons/ ...")
     subprocess.run(["git", "clone", "--quiet", "--depth", "1", f"https://github.com/{{REPOSITORY}}.git", "lessons"],
                    check=True)
     root = here / "lessons"
@@ -76,9 +77,10 @@ if root is None:
           "open this notebook in a clone of the project.", file=sys.stderr)
 else:
     os.chdir(root)  # the cells below run week1/..., week2/... from here
-    wanted = {wanted!r}
+    wanted = {wanted}
     missing = [spec for name, spec in wanted.items() if importlib.util.find_spec(name) is None]
     if missing:
+        print(f"installing {{', '.join(missing)}} ...")
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
     if importlib.util.find_spec("torch") is None:
         print("This kernel has no torch: install it (the README's set-up), then restart the kernel.", file=sys.stderr)
@@ -157,7 +159,8 @@ def lesson_cells(lesson):
 def notebook(page, declared):
     filename, title, sections = PAGES[page]
     intro = INTRO.format(title=title, badge=f"\n{badge(filename)}\n" if REPOSITORY else "")
-    cells = [markdown(intro, f"{page}-intro"), code(SETUP.format(repository=REPOSITORY, wanted=WANTED), "setup")]
+    set_up = SETUP.format(repository=json.dumps(REPOSITORY), wanted=json.dumps(WANTED))
+    cells = [markdown(intro, f"{page}-intro"), code(set_up, "setup")]
     mine = [lesson for lesson in declared.values() if lesson.page[0] == page]
     unknown = [lesson.name for lesson in mine if lesson.page[1] not in sections]
     if unknown:
