@@ -15,6 +15,7 @@ import asyncio
 import base64
 import collections
 import copy
+import json
 import os
 import re
 import time
@@ -203,6 +204,18 @@ def test_the_set_up_cell_says_in_one_line_where_the_lessons_are_not_beside_it(tm
     (said,) = nb.cells[0].outputs
     assert said.name == "stderr" and said.text.count("\n") == 1 and "open this notebook in a clone" in said.text
     assert list(tmp_path.iterdir()) == []
+
+
+def test_once_the_project_has_an_address_each_notebook_and_the_readme_get_a_colab_badge(monkeypatch, capsys):
+    assert "colab.research.google.com" not in json.dumps(generate.notebook("week2", LESSONS))  # (no badge yet)
+    assert generate.main(["--badges"]) == 1 and "REPOSITORY" in capsys.readouterr().out
+    monkeypatch.setattr(generate, "REPOSITORY", "someone/transformers-lessons")
+    link = "https://colab.research.google.com/github/someone/transformers-lessons/blob/main/notebooks/week2.ipynb"
+    cells = generate.notebook("week2", LESSONS)["cells"]
+    assert f"]({link})" in cells[0]["source"] and 'REPOSITORY = "someone/transformers-lessons"' in cells[1]["source"]
+    assert generate.main(["--badges"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == len(generate.PAGES) and any(f"]({link})" in line for line in lines)
 
 
 # ---------------------------------------------------------------- run in a kernel
