@@ -13,6 +13,7 @@ writes lands in the repository); the screenshots are kept in build/screenshots/.
 Skipped, saying why, where chromium, chromedriver or the test tools are missing.
 """
 import base64
+import importlib.util
 import io
 import os
 import secrets
@@ -37,12 +38,14 @@ CHROMEDRIVER = shutil.which("chromedriver")
 if CHROMIUM is None or CHROMEDRIVER is None:
     pytest.skip("no chromium and chromedriver on this machine (Debian: apt-get install chromium chromium-driver)",
                 allow_module_level=True)
-webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed: "
-                                "pip install -r requirements-test.txt")
-for tool in ("jupyterlab", "ipywidgets", "ipympl"):
-    pytest.importorskip(tool, reason=f"{tool} is not installed: pip install -r requirements-test.txt")
+# (find_spec, not import: importing ipympl switches matplotlib to its backend, for every test after)
+MISSING = [tool for tool in ("selenium", "jupyterlab", "ipywidgets", "ipympl")
+           if importlib.util.find_spec(tool) is None]
+if MISSING:
+    pytest.skip(f"{', '.join(MISSING)} not installed: pip install -r requirements-test.txt", allow_module_level=True)
 
 from PIL import Image  # noqa: E402  (matplotlib's own dependency)
+from selenium import webdriver  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402

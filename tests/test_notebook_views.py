@@ -12,6 +12,7 @@ else is). Then:
   - otherwise, each ipywidgets control is fed the update its front end sends when the learner
     lets go of it, and the picture is the image the view then shows.
 """
+import importlib.util
 import io
 import json
 import sys
@@ -23,10 +24,10 @@ from common.figures import plt
 import numpy as np
 import pytest
 
-ipywidgets = pytest.importorskip("ipywidgets", reason="the notebook tools are not installed: "
-                                 "pip install -r requirements-test.txt")
-pytest.importorskip("ipympl", reason="the notebook tools are not installed: pip install -r requirements-test.txt")
-
+# (find_spec, not import: importing ipympl switches matplotlib to its backend, for every test after)
+MISSING = [tool for tool in ("ipywidgets", "ipympl") if importlib.util.find_spec(tool) is None]
+if MISSING:
+    pytest.skip(f"{', '.join(MISSING)} not installed: pip install -r requirements-test.txt", allow_module_level=True)
 from PIL import Image  # noqa: E402  (matplotlib's own dependency)
 
 from tests.notebook_views import drawn_plainly, ends, handed, in_a_kernel, let_go, open_view, picture_of  # noqa: E402
@@ -43,8 +44,12 @@ pytestmark = pytest.mark.filterwarnings("ignore:Passing unrecognized arguments:D
 
 @pytest.fixture(autouse=True)
 def close_figures():
+    """Each test closes its figures, and leaves pyplot's backend as it found it (the other tests
+    draw with Agg)."""
+    backend = plt.get_backend()
     yield
     plt.close("all")
+    assert plt.get_backend() == backend
 
 
 # ---------------------------------------------------------------- without ipympl: ipywidgets controls
@@ -212,10 +217,10 @@ def test_under_ipympl_a_drag_and_an_arrow_key_move_the_view_and_it_shows_what_a_
     drag of the T knob from 4 to 9 and the right arrow key (T is the slider last clicked) move
     it to T = 10; what the front end shows after each is what matplotlib draws of the figure,
     with the printed run's numbers where the lesson says (the title counts the grey cells)."""
-    from ipympl.backend_nbagg import Canvas
-
     view, canvas, shown, stack = open_view(monkeypatch, "week2/01_causal_mask", "module://ipympl.backend_nbagg")
     with stack:
+        from ipympl.backend_nbagg import Canvas  # (imported, ipympl is matplotlib's backend: here, it is)
+
         assert isinstance(canvas, Canvas) and shown == [canvas] and view.fig.canvas is canvas
         assert plt.get_fignums() == [] and not canvas.header_visible  # pyplot's next figure is the learner's own
         front = FrontEnd(canvas)

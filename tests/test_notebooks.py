@@ -15,6 +15,7 @@ import asyncio
 import base64
 import collections
 import copy
+import importlib.util
 import json
 import os
 import re
@@ -27,11 +28,13 @@ import run_all
 from notebooks import generate
 from tests.conftest import LESSONS, SCRATCH
 
-nbclient = pytest.importorskip("nbclient", reason="the notebook tools are not installed: "
-                               "pip install -r requirements-test.txt")
-nbformat = pytest.importorskip("nbformat")
-pytest.importorskip("ipywidgets")
-pytest.importorskip("ipympl")
+# (find_spec, not import: importing ipympl switches matplotlib to its backend, for every test after)
+MISSING = [tool for tool in ("nbclient", "nbformat", "ipykernel", "ipywidgets", "ipympl")
+           if importlib.util.find_spec(tool) is None]
+if MISSING:
+    pytest.skip(f"{', '.join(MISSING)} not installed: pip install -r requirements-test.txt", allow_module_level=True)
+import nbclient  # noqa: E402
+import nbformat  # noqa: E402
 
 NOTEBOOKS = {page: run_all.ROOT / "notebooks" / filename for page, (filename, _, _) in generate.PAGES.items()}
 RUN = re.compile(r"^%run (week\d/\d\d_\w+)\.py(.*)$")
