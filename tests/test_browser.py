@@ -108,7 +108,10 @@ class Lab:
                  f"--ServerApp.root_dir={self.root}", "--ServerApp.allow_root=True",
                  "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                  "--LabApp.extension_manager=readonly", f"--LabApp.user_settings_dir={folder / 'settings'}",
-                 f"--LabApp.workspaces_dir={folder / 'workspaces'}", "--LabApp.expose_app_in_browser=True"],
+                 f"--LabApp.workspaces_dir={folder / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
+                 # should this test be killed before it stops the server: it ends by itself, idle
+                 "--ServerApp.shutdown_no_activity_timeout=300", "--MappingKernelManager.cull_idle_timeout=240",
+                 "--MappingKernelManager.cull_interval=60"],
                 env=env, stdout=log, stderr=subprocess.STDOUT, cwd=folder)
         self.browser = None
         wait_for("JupyterLab to answer", self.answers, 60)
