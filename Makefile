@@ -43,7 +43,7 @@ $(VENV)/.runtime: requirements.txt
 	  || { rm -rf $(VENV); echo "make: setup failed (see above); .venv removed, so the next make starts clean"; exit 1; }
 	touch $@
 
-$(VENV)/.test-tools: $(VENV)/.runtime requirements-test.txt
+$(VENV)/.test-tools: $(VENV)/.runtime requirements-test.txt requirements-notebook.txt
 	$(PY) -m pip install --quiet -r requirements-test.txt \
 	  || { rm -rf $(VENV); echo "make: setup failed (see above); .venv removed, so the next make starts clean"; exit 1; }
 	touch $@

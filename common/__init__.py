@@ -71,16 +71,23 @@ def run(main):
     when the pipe closes; Ctrl-C at any moment ends it with the one word `stopped` (the shell
     shows status 130); once main() has returned, with its output complete, a Ctrl-C no
     longer interrupts the interpreter's own shutdown. Exits with main()'s status.
-    In a notebook kernel (`%run`): Interrupt ends it with `stopped`, and the kernel goes on;
-    a status other than 0 is raised as SystemExit, which the notebook shows."""
+    In a notebook kernel (`%run`): Interrupt ends it with `stopped`, and the kernel goes on; a
+    usage error is its one line, as in a terminal (the kernel is not ended, and %run's note
+    "An exception has occurred" would add nothing to it)."""
     if kernel() is not None:
         try:
-            status = main()
+            main()
         except KeyboardInterrupt:
             print("stopped", file=sys.stderr)
-            return
-        if status:
-            raise SystemExit(status)
+        except SystemExit:  # argparse's exit, its line printed: a usage error, or --help
+            pass
+        finally:
+            # After `%matplotlib`, %run draws pyplot's current figure if the script drew with
+            # pyplot; a lesson closes every figure it makes, so that would make an empty one and
+            # show it ("<Figure size 640x480 with 0 Axes>").
+            pyplot = sys.modules.get("matplotlib.pyplot")
+            if getattr(getattr(pyplot, "draw_if_interactive", None), "called", False):
+                pyplot.draw_if_interactive.called = False
         return
     if hasattr(signal, "SIGPIPE"):
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)

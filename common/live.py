@@ -272,7 +272,8 @@ def window_title():
 def show(build, *args):
     """Build the window's View, build(*args), and hand it to the learner; return when it is
     closed. Closing any open window (a training's, say) closes them all: one `q` ends the run.
-    In a notebook kernel the View is shown inline and this returns at once (its controls stay live)."""
+    In a notebook kernel the View is shown inline and this returns at once, with what drives it
+    (common/notebook.py's show_view): its controls stay live."""
     import matplotlib.pyplot as plt
 
     notebook = kernel() is not None
@@ -283,8 +284,7 @@ def show(build, *args):
         if sliders and (not notebook or ipympl_active()):
             arrow_keys(view.fig, sliders)
         if notebook:
-            show_view(view)
-            return
+            return show_view(view)
         view.fig.canvas.manager.set_window_title(window_title())
         close_together([plt.figure(number) for number in plt.get_fignums()])
         plt.show()

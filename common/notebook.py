@@ -10,8 +10,10 @@ from the kernel's matplotlib backend, as the learner set it (it is never switche
   - otherwise (the plain inline backend; Colab, where ipympl needs a restart): one
     ipywidgets control per Slider or RadioButtons below the figure, which is shown as an
     image after each move, with the figure's titles as its text alternative.
-A training's window (week1/09, week2/12) is an image refreshed while the cell trains (ipympl
-draws nothing while a cell is still running), then the final figure.
+Either way the view is kept out of pyplot: the learner's next `plt.plot` draws a figure of
+its own, not into the view. A training's window (week1/09, week2/12) is an image refreshed
+while the cell trains (ipympl draws nothing while a cell is still running), then the final
+figure.
 
 ipywidgets and ipympl are optional (requirements-notebook.txt); without ipywidgets a live
 view is shown once, as a still image, with one line that says what to install.
@@ -55,58 +57,73 @@ def titles(fig):
     return " | ".join(" ".join(t.split()) for t in found if t.strip())
 
 
-def buffer_png(fig):
+def buffer_png(fig, rows=None):
     """What the figure's canvas holds now (its last full draw, and every blit since), as PNG
-    bytes: a live view's picture after a move, drawn by its Blit as a window draws it."""
+    bytes (its top `rows` rows of pixels, if given): a live view's picture after a move, drawn
+    by its Blit as a window draws it."""
     import numpy as np
     from matplotlib.image import imsave
 
     out = io.BytesIO()
-    imsave(out, np.asarray(fig.canvas.buffer_rgba()), format="png")
+    imsave(out, np.asarray(fig.canvas.buffer_rgba())[:rows], format="png")
     return out.getvalue()
 
 
-def image_html(fig):
-    """The figure's picture as an <img>, its titles as the alt text (screen readers, tests)."""
-    png = base64.b64encode(buffer_png(fig)).decode("ascii")
-    return f'<img src="data:image/png;base64,{png}" alt="{html.escape(titles(fig))}"/>'
+def image_html(fig, rows=None):
+    """The figure's picture (its top `rows` rows) as an <img> that fits the notebook's width, its
+    titles as the alt text (screen readers, tests)."""
+    png = base64.b64encode(buffer_png(fig, rows)).decode("ascii")
+    return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(titles(fig))}" '
+            'style="max-width: 100%; height: auto"/>')
+
+
+def above_the_widgets(view):
+    """How many rows of pixels, from the top, hold the figure without its widgets, when they all
+    stand below everything else (the sliders along a window's bottom); else None (all of it).
+    Shown as an image, the figure's own widgets could not be moved: the controls below it stand
+    for them. Measured on the figure as drawn."""
+    renderer = view.fig.canvas.get_renderer()
+    widget_axes = {widget.ax for widget in view.widgets.values()}
+    others = [ax.get_tightbbox(renderer) for ax in view.fig.axes if ax not in widget_axes and ax.get_visible()] + [
+        artist.get_window_extent(renderer) for artist in [*view.fig.texts, *view.fig.legends] if artist.get_visible()]
+    widgets_top = max(ax.get_tightbbox(renderer).y1 for ax in widget_axes)
+    lowest = min((extent.y0 for extent in others if extent.height > 0), default=0)
+    if widgets_top >= lowest:
+        return None
+    return int(view.fig.bbox.height - (widgets_top + lowest) / 2)  # (pixel rows count from the top)
+
+
+def is_slider(widget):
+    return hasattr(widget, "valmin")
 
 
 def control_for(name, widget):
-    """The ipywidgets control that stands in for one of matplotlib's widgets, at its value."""
+    """The ipywidgets control that stands in for one of matplotlib's widgets, at its value. A
+    slider's number is shown beside it as the window shows it (its valtext: a lesson may
+    write there what its position means, d_k = 64 at position 2)."""
     import ipywidgets
 
-    if hasattr(widget, "valmin"):  # a Slider
-        label = widget.label.get_text() or name
-        steps = widget.valstep
-        style = {"description_width": "initial"}
-        if steps is not None and not isinstance(steps, (int, float)):  # a list of allowed values
-            options = sorted(float(v) for v in steps)
-            value = min(options, key=lambda v: abs(v - widget.val))
-            return ipywidgets.SelectionSlider(options=[(f"{v:g}", v) for v in options], value=value,
-                                              description=label, style=style, continuous_update=False)
-        whole = steps is not None and float(steps).is_integer() and float(widget.valmin).is_integer()
-        if whole:
-            return ipywidgets.IntSlider(min=int(widget.valmin), max=int(widget.valmax), step=int(steps),
-                                        value=int(widget.val), description=label, style=style,
-                                        continuous_update=False)
-        step = steps if steps is not None else (widget.valmax - widget.valmin) / 100
-        return ipywidgets.FloatSlider(min=widget.valmin, max=widget.valmax, step=step, value=widget.val,
-                                      description=label, style=style, continuous_update=False)
-    labels = [text.get_text() for text in widget.labels]  # RadioButtons
-    return ipywidgets.RadioButtons(options=labels, value=widget.value_selected, description=name)
-
-
-def value_of(widget):
-    """A matplotlib widget's value, as its ipywidgets control holds it."""
-    if hasattr(widget, "valmin"):
-        return widget.val
-    return widget.value_selected
+    if not is_slider(widget):  # RadioButtons
+        labels = [text.get_text() for text in widget.labels]
+        return ipywidgets.RadioButtons(options=labels, value=widget.value_selected, description=name)
+    shared = {"description": widget.label.get_text() or name, "style": {"description_width": "initial"},
+              "layout": {"width": "min(100%, 640px)"},  # about as long as the window's slider
+              "continuous_update": False, "readout": False}  # a move draws once, when the knob is let go
+    steps = widget.valstep
+    if steps is not None and not isinstance(steps, (int, float)):  # a list of allowed values
+        options = sorted(float(v) for v in steps)
+        value = min(options, key=lambda v: abs(v - widget.val))
+        return ipywidgets.SelectionSlider(options=[(f"{v:g}", v) for v in options], value=value, **shared)
+    if steps is not None and float(steps).is_integer() and float(widget.valmin).is_integer():
+        return ipywidgets.IntSlider(min=int(widget.valmin), max=int(widget.valmax), step=int(steps),
+                                    value=int(widget.val), **shared)
+    step = steps if steps is not None else (widget.valmax - widget.valmin) / 100
+    return ipywidgets.FloatSlider(min=widget.valmin, max=widget.valmax, step=step, value=widget.val, **shared)
 
 
 def set_value(widget, value):
     """Move one of matplotlib's widgets as a learner would: its own callbacks draw the move."""
-    if hasattr(widget, "valmin"):
+    if is_slider(widget):
         widget.set_val(value)
     else:
         widget.set_active([text.get_text() for text in widget.labels].index(value))
@@ -115,34 +132,57 @@ def set_value(widget, value):
 class WidgetView:
     """A View driven by ipywidgets controls: each move sets the matplotlib widget it stands for
     (whose callbacks redraw, through the View's Blit, what the move changed), then shows the
-    canvas as an image. `controls` by the View's widget names; `picture` the image."""
+    canvas as an image (above the widgets: `rows`). `controls` and `readouts` by the View's widget
+    names; `picture` the image."""
 
     def __init__(self, view):
         import ipywidgets
 
         self.view, self.syncing = view, False
         self.controls = {name: control_for(name, w) for name, w in view.widgets.items()}
+        self.readouts = {name: ipywidgets.Label() for name, w in view.widgets.items() if is_slider(w)}
         view.fig.canvas.draw()  # the first full draw, as a window's first (a Blit keeps its backgrounds)
-        self.picture = ipywidgets.HTML(image_html(view.fig))
+        self.rows = above_the_widgets(view)
+        self.picture = ipywidgets.HTML(image_html(view.fig, self.rows))
+        self.sync()
         for name, control in self.controls.items():
             control.observe(self.mover(name), names="value")
-        self.box = ipywidgets.VBox([self.picture, *self.controls.values()])
+        rows = [ipywidgets.HBox([control, self.readouts[name]]) if name in self.readouts else control
+                for name, control in self.controls.items()]
+        self.box = ipywidgets.VBox([self.picture, *rows])
 
     def mover(self, name):
         def moved(change):
             if self.syncing:
                 return
-            set_value(self.view.widgets[name], change["new"])
+            from common.live import window_style
+
+            with window_style():  # as the window draws, so a label made by the move matches the rest
+                set_value(self.view.widgets[name], change["new"])
             self.sync()
-            self.picture.value = image_html(self.view.fig)
+            self.picture.value = image_html(self.view.fig, self.rows)
         return moved
 
     def sync(self):
-        """Every control at its widget's value (a move may move another: the row stays within T)."""
+        """Every control at its widget's value and range, every readout at the widget's text: a
+        move may move another (the row stays within T, and so does its slider's end)."""
         self.syncing = True
         try:
             for name, control in self.controls.items():
-                control.value = value_of(self.view.widgets[name])
+                widget = self.view.widgets[name]
+                if not is_slider(widget):
+                    control.value = widget.value_selected
+                    continue
+                if hasattr(control, "max"):  # (a SelectionSlider's values are fixed)
+                    low, high = type(control.value)(widget.valmin), type(control.value)(widget.valmax)
+                    if low > control.max:  # (ipywidgets refuses a minimum above the maximum)
+                        control.max, control.min = high, low
+                    else:
+                        control.min, control.max = low, high
+                    control.value = type(control.value)(widget.val)
+                else:
+                    control.value = min(control.options, key=lambda option: abs(option[1] - widget.val))[1]
+                self.readouts[name].value = widget.valtext.get_text()
         finally:
             self.syncing = False
 
@@ -158,25 +198,42 @@ def off_pyplot(fig):
     return fig
 
 
+def on_ipympl(fig):
+    """The figure kept out of pyplot on an ipympl canvas of its own, shown once, here; returns
+    the canvas. Every action of its front end (a drag, a key, a resize, a draw) runs in the
+    window's style, as a window's callbacks do."""
+    from common.live import window_style
+
+    import matplotlib.pyplot as plt
+    from ipympl.backend_nbagg import new_figure_manager_given_figure
+
+    plt.close(fig)  # (pyplot's canvas for it, never shown, goes with it)
+    with plt.ioff():  # (ipympl would queue an interactive figure to show it again at the cell's end)
+        manager = new_figure_manager_given_figure(getattr(fig, "number", 0), fig)
+    handle = manager.handle_json
+
+    def styled(content):
+        with window_style():
+            return handle(content)
+
+    manager.handle_json = styled
+    canvas = manager.canvas
+    canvas.header_visible = False  # ("Figure 1": the cell says which lesson this is)
+    display(canvas)
+    return canvas
+
+
 def show_view(view):
-    """Show a live View in the notebook; returns what drives it (its canvas under ipympl, else a
-    WidgetView). A View with no controls is the figure the run saved (a training's last figure):
-    shown inline already, where it was saved."""
+    """Show a live View in the notebook; returns what drives it (its ipympl canvas, or a
+    WidgetView). A View with no controls is the figure the run saved (a training's last
+    figure): shown inline already, where it was saved."""
     import matplotlib.pyplot as plt
 
     if not view.widgets:
         plt.close(view.fig)
         return None
     if ipympl_active():
-        import matplotlib
-
-        canvas = view.fig.canvas
-        canvas.header_visible = False  # ("Figure 1": the cell says which lesson this is)
-        plt.figure(view.fig)  # the active figure, which plt.show() shows
-        if matplotlib.is_interactive():  # main() called in a cell: show it now
-            display(canvas)
-        # else inside %run (interactive off while the script runs): %run's own plt.show() shows it
-        return canvas
+        return on_ipympl(view.fig)
     off_pyplot(view.fig)
     try:
         driven = WidgetView(view)

@@ -3,6 +3,7 @@
 
     python notebooks/generate.py          # write notebooks/week1.ipynb, week2.ipynb, eli5_one_block.ipynb
     python notebooks/generate.py --check  # exit 1, naming them, if any is not what this would write
+    python notebooks/generate.py --badges # the README's "Open in Colab" badges (once REPOSITORY is set)
 
 One notebook per page, in the page's order: a set-up cell that works in a clone and on Colab,
 then for each page section a heading and one cell per lesson that belongs to it (each
@@ -18,9 +19,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-# The project's GitHub address, "owner/name": where a notebook opened on its own (Colab) clones
-# the lessons from. Empty until the project is published; the set-up cell then says so.
+# The project's GitHub address, "owner/name", and its default branch: where a notebook opened on
+# its own (Colab) clones the lessons from, and what its "Open in Colab" badge opens. Empty until
+# the project is published: the set-up cell then says so in one line, and no badge is written.
 REPOSITORY = ""
+BRANCH = "main"
 
 PAGES = {
     "week1": ("week1.ipynb", "ELI12 · Week 1: from one squeezed summary to attention and the Transformer encoder", {
@@ -61,38 +64,55 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPOSITORY = {repository!r}  # the project on GitHub, "owner/name"
-root = next((folder for folder in (Path.cwd(), *Path.cwd().parents) if (folder / "run_all.py").exists()), None)
-if root is None and not REPOSITORY:
-    raise SystemExit("This notebook is not beside its lessons: open it in a clone of the project "
-                     "(or set REPOSITORY above to the project's GitHub \\"owner/name\\").")
+REPOSITORY = {repository}  # the project on GitHub, "owner/name"
+here = Path.cwd()
+root = next((folder for folder in (here, *here.parents, here / "lessons") if (folder / "run_all.py").exists()), None)
+if root is None and REPOSITORY:
+    print(f"cloning https://github.com/{{REPOSITORY}} into lessons/ ...")
+    subprocess.run(["git", "clone", "--quiet", "--depth", "1", f"https://github.com/{{REPOSITORY}}.git", "lessons"],
+                   check=True)
+    root = here / "lessons"
 if root is None:
-    subprocess.run(["git", "clone", "--depth", "1", f"https://github.com/{{REPOSITORY}}.git", "lessons"], check=True)
-    root = Path.cwd() / "lessons"
-os.chdir(root)
-wanted = {{"numpy": "numpy>=1.26", "matplotlib": "matplotlib>=3.9", "ipywidgets": "ipywidgets>=8"}}
-missing = [spec for name, spec in wanted.items() if importlib.util.find_spec(name) is None]
-if missing:
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
-if importlib.util.find_spec("torch") is None:
-    print("This kernel has no torch: install it (the README's set-up), then restart the kernel.")
-if "google.colab" in sys.modules:
-    from google.colab import output
-    output.enable_custom_widget_manager()  # the live views' controls
-print(f"lessons in {{root}}")'''
+    print("The lessons are not beside this notebook and the project has no public address yet: "
+          "open this notebook in a clone of the project.", file=sys.stderr)
+else:
+    os.chdir(root)  # the cells below run week1/..., week2/... from here
+    wanted = {wanted}
+    missing = [spec for name, spec in wanted.items() if importlib.util.find_spec(name) is None]
+    if missing:
+        print(f"installing {{', '.join(missing)}} ...")
+        subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
+    if importlib.util.find_spec("torch") is None:
+        print("This kernel has no torch: install it (the README's set-up), then restart the kernel.", file=sys.stderr)
+    if "google.colab" in sys.modules:
+        from google.colab import output
+        output.enable_custom_widget_manager()  # ipywidgets 8 controls, should the image have them
+    print(f"lessons in {{root}}")'''
+# What the set-up cell installs when the kernel lacks it: the oldest releases the lessons support
+# (the README's versions), and requirements-notebook.txt's range for the live views' controls.
+WANTED = {"numpy": "numpy>=1.26", "matplotlib": "matplotlib>=3.9", "ipywidgets": "ipywidgets>=7.7"}
 
 INTRO = """# {title}
-
+{badge}
 The runnable lessons of this page, in the page's order: each cell runs one lesson with `%run`,
 prints the lines the page quotes, and shows its figure. A cell with `--live` opens the lesson's
 Try it below it: move its sliders and the numbers follow. Run the set-up cell first.
 
-- Interrupt (the stop button) ends a running lesson with `stopped`; the notebook goes on.
-- The controls: below the figure (ipywidgets), everywhere. In JupyterLab or VS Code with
-  ipympl installed (`pip install -r requirements-notebook.txt`), run `%matplotlib widget` first
-  to drive the figure's own sliders instead, the arrow keys too.
+- The controls stand below the figure (ipywidgets), everywhere, Colab too. In JupyterLab,
+  Notebook 7 or VS Code with ipympl installed (`pip install -r requirements-notebook.txt`), run
+  `%matplotlib widget` first to drive the figure's own sliders instead (in JupyterLab the arrow
+  keys move the slider last clicked; Notebook 7 keeps them for moving between cells).
+- A training's window is a picture redrawn while it trains, then its final figure.
+- Interrupt (the stop button) ends a running lesson with `stopped`, and the kernel goes on; as
+  after any `%run`, cells that Run All queued after it still run.
 - Any lesson takes its flags in the cell: `%run week2/01_causal_mask.py --seed 3`; `--help` lists them.
 """
+
+
+def badge(filename):
+    """The "Open in Colab" badge of a page notebook, in Markdown (REPOSITORY must be set)."""
+    return (f"[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+            f"(https://colab.research.google.com/github/{REPOSITORY}/blob/{BRANCH}/notebooks/{filename})")
 
 
 def load(path):
@@ -138,7 +158,9 @@ def lesson_cells(lesson):
 
 def notebook(page, declared):
     filename, title, sections = PAGES[page]
-    cells = [markdown(INTRO.format(title=title), f"{page}-intro"), code(SETUP.format(repository=REPOSITORY), "setup")]
+    intro = INTRO.format(title=title, badge=f"\n{badge(filename)}\n" if REPOSITORY else "")
+    set_up = SETUP.format(repository=json.dumps(REPOSITORY), wanted=json.dumps(WANTED))
+    cells = [markdown(intro, f"{page}-intro"), code(set_up, "setup")]
     mine = [lesson for lesson in declared.values() if lesson.page[0] == page]
     unknown = [lesson.name for lesson in mine if lesson.page[1] not in sections]
     if unknown:
@@ -167,10 +189,22 @@ def written(root=ROOT):
             + "\n" for page in PAGES}
 
 
+def readme_badges():
+    """The README's block of badges, one line per page notebook; None while REPOSITORY is empty."""
+    if not REPOSITORY:
+        return None
+    return "\n".join(f"- {badge(filename)} {title}" for filename, title, _ in PAGES.values())
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description="Write the page notebooks from the lessons' declarations.")
     parser.add_argument("--check", action="store_true", help="only say which notebooks are stale (exit 1 if any)")
+    parser.add_argument("--badges", action="store_true", help="print the README's \"Open in Colab\" badges")
     args = parser.parse_args(argv)
+    if args.badges:
+        block = readme_badges()
+        print(block or "no badges: REPOSITORY in notebooks/generate.py is empty (the project has no public address)")
+        return 0 if block else 1
     stale = []
     for path, text in written().items():
         if not path.exists() or path.read_text(encoding="utf-8") != text:

@@ -1,0 +1,142 @@
+"""Live views opened as a notebook kernel opens them, in this process, for the notebook tests
+(tests/test_notebook_views.py, tests/test_browser.py): a kernel is stood in for, nothing else is.
+"""
+import base64
+import contextlib
+import functools
+import html
+import io
+import os
+import re
+import sys
+
+import common.live as live
+import common.notebook as notebook
+from common import OUTPUT_ROOT
+from common.figures import plt
+
+import ipywidgets
+import numpy as np
+from PIL import Image  # (matplotlib's own dependency)
+
+from tests.conftest import SCRATCH, SCRIPTS, load_script
+
+# Lessons run shorter here than at their defaults (the same view, quicker to build).
+SHORTER = {"week1/02_dot_product_variance": ("--pairs", "2000"), "week1/15_context_decides": ("--steps", "10")}
+
+
+@contextlib.contextmanager
+def in_a_kernel(monkeypatch, backend="agg"):
+    """As in a notebook kernel drawing with `backend`: show() takes the notebook's way, and
+    what it displays is kept (not printed)."""
+    shown = []
+    monkeypatch.setattr(live, "kernel", lambda: object())
+    monkeypatch.setattr(notebook, "display", lambda *objects, **options: shown.extend(objects))
+    before = plt.get_backend()
+    plt.switch_backend(backend)
+    try:
+        yield shown
+    finally:
+        plt.close("all")
+        plt.switch_backend(before)
+
+
+@functools.cache
+def handed(name):
+    """What the lesson's main() hands show() in a run with --live: its build function and its
+    arguments (the run's figure saved under the scratch folder)."""
+    module = load_script(name)
+    calls = []
+    module.show = lambda build, *args: calls.append((build, args))
+    saved_argv, saved_root, saved_kernel = sys.argv, os.environ.get(OUTPUT_ROOT), live.kernel
+    sys.argv, os.environ[OUTPUT_ROOT] = [str(SCRIPTS[name]), *SHORTER.get(name, ()), "--live"], str(SCRATCH / "nb")
+    live.kernel = lambda: object()  # (--live needs no window in a notebook)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            module.main()
+    finally:
+        sys.argv, live.kernel = saved_argv, saved_kernel
+        if saved_root is None:
+            del os.environ[OUTPUT_ROOT]
+        else:
+            os.environ[OUTPUT_ROOT] = saved_root
+    (build, args), = calls
+    return build, args
+
+
+def open_view(monkeypatch, name, backend="agg"):
+    """(the View, what drives it, what was displayed) as `%run name.py --live` opens it in a
+    kernel drawing with `backend`."""
+    build, args = handed(name)
+    views = []
+
+    def building(*a):
+        views.append(build(*a))
+        return views[-1]
+
+    stack = contextlib.ExitStack()
+    shown = stack.enter_context(in_a_kernel(monkeypatch, backend))
+    driver = live.show(building, *args)
+    return views[0], driver, shown, stack
+
+
+def pixels(fig):
+    return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
+
+
+def drawn_plainly(view):
+    """The picture matplotlib draws of the figure with nothing animated and no Blit: every
+    artist in its axes' z-order (tests/test_live.py's reference). Not sent to a front end."""
+    blit, layers = view.blit, view.blit.layers
+    moving = [artist for layer in layers.values() for artist in layer]
+    manager = getattr(view.fig.canvas, "manager", None)
+    refresh = getattr(manager, "refresh_all", None)
+    blit.layers = {}
+    try:
+        for artist in moving:
+            artist.set_animated(False)
+        if refresh is not None:
+            manager.refresh_all = lambda: None
+        with live.window_style():
+            view.fig.canvas.draw()
+        return pixels(view.fig)
+    finally:
+        for artist in moving:
+            artist.set_animated(True)
+        blit.layers = layers
+        if refresh is not None:
+            del manager.refresh_all
+
+
+def picture_of(driven):
+    """The image a WidgetView shows, as pixels, and its alt text (compared with the top
+    `driven.rows` rows of a full draw: the figure above its widgets)."""
+    found = re.search(r'src="data:image/png;base64,([^"]+)" alt="([^"]*)"', driven.picture.value)
+    image = np.asarray(Image.open(io.BytesIO(base64.b64decode(found.group(1)))).convert("RGB"))
+    return image, html.unescape(found.group(2))
+
+
+def let_go(control, value):
+    """What the front end sends when the learner lets go of a control at `value`."""
+    if isinstance(control, ipywidgets.SelectionSlider):
+        state = {"index": [v for _, v in control.options].index(value)}
+    elif isinstance(control, ipywidgets.RadioButtons):
+        state = {"index": list(control.options).index(value)}
+    else:
+        state = {"value": value}
+    control._handle_msg({"content": {"data": {"method": "update", "state": state, "buffer_paths": []}},
+                         "buffers": []})
+    assert control.value == value  # (ipywidgets logs an error in handling it, and goes on)
+
+
+def ends(control):
+    """A control's last and first values."""
+    if isinstance(control, ipywidgets.SelectionSlider):
+        values = [v for _, v in control.options]
+    elif isinstance(control, ipywidgets.RadioButtons):
+        values = list(control.options)
+    else:
+        return control.max, control.min
+    return values[-1], values[0]
+
+
