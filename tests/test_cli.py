@@ -198,11 +198,11 @@ PACKED = {
     "week1/09_bottleneck_experiment": [["--steps", "1000", "--max-len", "8", "--hidden", "4", "--seed", "0"],
                                        ["--max-len", "32", "--hidden", "4", "--seed", "4294967295"]],
     "week1/14_parameters_vs_length": [["--heads", "64", "--seed", "0"], ["--short", "1", "--seed", "4294967295"]],
-    "week1/15_context_decides": [["--steps", "1000", "--seed", "0"],
+    "week1/15_context_decides": [["--steps", "400", "--seed", "0"],
                                  ["--adjectives", "crowded", "crowded", "--seed", "4294967295"]],
-    "week1/16_heads_take_roles": [["--steps", "1000", "--seed", "0"],
+    "week1/16_heads_take_roles": [["--steps", "400", "--seed", "0"],
                                   ["--heads", "8", "--task", "noun-only", "--seed", "4294967295"]],
-    "week2/12_train_tiny_transformer": [["--steps", "2000", "--seed", "4294967295"], ["--steps", "50", "--seed", "0"]],
+    "week2/12_train_tiny_transformer": [["--steps", "800", "--seed", "4294967295"], ["--steps", "50", "--seed", "0"]],
 }
 
 

@@ -252,7 +252,7 @@ def test_batches_and_random_labels(cd):
 def test_held_out_sentences_never_occur_in_the_training_batches(cd, labels):
     """What main() trains on (make_data's batches) holds no held-out noun pair, and what it
     tests on is exactly the 96 held-out sentences, with their true meaning."""
-    tokens, _, held_tokens, held_labels = cd.make_data(42, 1000, labels)  # the longest training allowed
+    tokens, _, held_tokens, held_labels = cd.make_data(42, 400, labels)  # the longest training allowed
     pairs = {(cd.VOCAB[a], cd.VOCAB[p]) for a, p in tokens[..., [cd.ANIMAL_AT, cd.PLACE_AT]].reshape(-1, 2).tolist()}
     assert not pairs & set(cd.HELD_OUT_PAIRS)
     assert len(pairs) == 56  # every other pair does occur

@@ -624,7 +624,7 @@ def live_view(model, hide_adjective, adjective):
 DESCRIPTION = ("A tiny two-layer attention model learns on the CPU, in about a second, what \"it\" means in \"the "
                "chicken didn't cross the road because it was too tired\", and is tested on sentences it never saw "
                "(ELI5 page \"One block: mix, then think\", the classic puzzle and its Try it box).")
-KNOBS = [knob("--steps", type=int_range(1, 1000), default=STEPS, help="training steps"),
+KNOBS = [knob("--steps", type=int_range(1, 400), default=STEPS, help="training steps"),
          knob("--seed", type=SEED, default=42, help="seed of the starting weights and training batches"),
          knob("--adjectives", nargs=2, metavar=("ADJ", "ADJ"), choices=ADJECTIVES, default=["tired", "wide"],
               help=f"the two adjectives tried in the page's sentence, any of: {' '.join(ADJECTIVES)}"),

@@ -775,7 +775,7 @@ KNOBS = [knob("--heads", type=int, choices=[1, 2, 4, 8], default=HEADS,
               help=f"attention heads; each gets d_k = {D_MODEL} / heads numbers"),
          knob("--task", choices=list(TASKS), default="both",
               help="which blanks to train: both, only (a) the word just before, or only (b) the first noun"),
-         knob("--steps", type=int_range(1, 1000), default=STEPS, help="training steps"),
+         knob("--steps", type=int_range(1, 400), default=STEPS, help="training steps"),
          knob("--seed", type=SEED, default=42, help="seed of the starting weights and training sentences")]
 TRY_IT = [("--heads 1", "one head cannot look two ways at once: where the two answers are different nouns, (a) "
            "fails, and no head takes the previous-word role"),

@@ -314,7 +314,8 @@ def attention_against_torch(model, src, tgt, causal=True):
 HELD_OUT = 200  # held-out strings, never in any training batch
 HELD_OUT_SEED = 12345  # their own generator, the same for every --seed and --steps
 LONGER_SEED = 54321  # the generator of the strings of LONGER digits
-MAX_STEPS = 2000  # the most --steps allows: no held-out string occurs in that many steps' pairs
+MAX_STEPS = 800  # the most --steps allows (twice the default)
+UNSEEN_IN = 2000  # batches of the training stream no held-out string occurs in: more than --steps allows
 
 
 def draw_strings(rng, n):
@@ -349,11 +350,11 @@ def string_keys(lengths, digits):
 def training_and_held_out(seed, steps, task):
     """The training stream, one fresh batch per step ([steps, BATCH, T] x 2; --steps 100 is
     the first 100 batches of the default run), and the held-out pairs ([HELD_OUT, T] x 2):
-    the first HELD_OUT strings from their own generator that never occur in the longest
-    stream --steps allows (MAX_STEPS batches), so they are the same whatever --steps is."""
+    the first HELD_OUT strings from their own generator that never occur in the first UNSEEN_IN
+    batches of the stream (more than --steps allows), so they are the same whatever --steps is."""
     rng = np.random.default_rng(seed)
-    drawn = [draw_strings(rng, BATCH) for _ in range(MAX_STEPS)]  # batch by batch, as training reads them
-    lengths, digits = (np.concatenate(part) for part in zip(*drawn, strict=True))  # [MAX_STEPS * BATCH, ...]
+    drawn = [draw_strings(rng, BATCH) for _ in range(UNSEEN_IN)]  # batch by batch, as training reads them
+    lengths, digits = (np.concatenate(part) for part in zip(*drawn, strict=True))  # [UNSEEN_IN * BATCH, ...]
     src, tgt = make_pairs(lengths[: steps * BATCH], digits[: steps * BATCH], task)
     candidates = draw_strings(np.random.default_rng(HELD_OUT_SEED), 20 * HELD_OUT)
     unseen = ~np.isin(string_keys(*candidates), string_keys(lengths, digits), kind="table")
