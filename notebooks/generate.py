@@ -1,18 +1,22 @@
 #!/usr/bin/env python3
-"""Write the page notebooks from the lessons' own declarations, so they never drift from them:
+"""Write the page notebooks, and the README's list of lessons, from the lessons' own
+declarations, so they never drift from them:
 
     python notebooks/generate.py          # write notebooks/week1.ipynb, week2.ipynb, eli5_one_block.ipynb
+                                          # and the README's block between <!-- lessons --> and <!-- /lessons -->
     python notebooks/generate.py --check  # exit 1, naming them, if any is not what this would write
-    python notebooks/generate.py --badges # the README's "Open in Colab" badges (once REPOSITORY is set)
 
 One notebook per page, in the page's order: a set-up cell that works in a clone and on Colab,
 then for each page section a heading and one cell per lesson that belongs to it (each
 lesson's LESSON.page says where), the lesson run with `%run`, with --live where it has a live
 view (its Try it, inline), and its other Try it commands listed to copy. Stored without outputs.
+The README's block: per page, its notebook (and its "Open in Colab" badge, once REPOSITORY is
+set), then a table of its sections and their lessons, each with the first line of its description.
 """
 import argparse
 import importlib.util
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -165,8 +169,7 @@ def notebook(page, declared):
     unknown = [lesson.name for lesson in mine if lesson.page[1] not in sections]
     if unknown:
         raise SystemExit(f"notebooks/generate.py: {', '.join(unknown)} name a section {page} does not have")
-    keys = sorted((key for key in sections if isinstance(key, int))) + [key for key in ORDER if key in sections]
-    for key in keys:
+    for key in section_order(sections):
         here = [lesson for lesson in mine if lesson.page[1] == key]
         if not here:
             continue
@@ -180,31 +183,59 @@ def notebook(page, declared):
 
 
 def written(root=ROOT):
-    """{path: text} of every page notebook, as this script writes it."""
+    """{path: text} of every page notebook, and of the README with its list of lessons, as this
+    script writes them."""
     declared = lessons(root)
     homeless = [lesson.name for lesson in declared.values() if lesson.page[0] not in PAGES]
     if homeless:
         raise SystemExit(f"notebooks/generate.py: {', '.join(homeless)} belong to no page notebook")
-    return {root / "notebooks" / PAGES[page][0]: json.dumps(notebook(page, declared), indent=1, ensure_ascii=False)
-            + "\n" for page in PAGES}
+    texts = {root / "notebooks" / PAGES[page][0]: json.dumps(notebook(page, declared), indent=1, ensure_ascii=False)
+             + "\n" for page in PAGES}
+    readme = root / "README.md"
+    texts[readme] = with_lessons(readme.read_text(encoding="utf-8"), declared)
+    return texts
 
 
-def readme_badges():
-    """The README's block of badges, one line per page notebook; None while REPOSITORY is empty."""
-    if not REPOSITORY:
-        return None
-    return "\n".join(f"- {badge(filename)} {title}" for filename, title, _ in PAGES.values())
+BEGIN, END = "<!-- lessons -->", "<!-- /lessons -->"  # the README's generated block lies between
+
+
+def summary(lesson):
+    """A lesson's description in one line: its first, without the page section it names in brackets."""
+    first = lesson.description.splitlines()[0]
+    return re.sub(r"\s*\((?:Week|ELI5)[^()]*\)\.?$", "", first).rstrip(".")
+
+
+def with_lessons(readme, declared):
+    """The README's text with its block of lessons written again: per page, its notebook (and
+    badge), then its sections in the page's order, each lesson a row."""
+    if BEGIN not in readme or END not in readme:
+        raise SystemExit(f"notebooks/generate.py: README.md has no {BEGIN} ... {END} block for the lessons")
+    lines = []
+    for page, (filename, title, sections) in PAGES.items():
+        lines += [f"**{title.split(':')[0]}**, its notebook: [notebooks/{filename}](notebooks/{filename})"
+                  + (f" {badge(filename)}" if REPOSITORY else ""), "", "| page section | lesson | what it shows |",
+                  "|---|---|---|"]
+        for key in section_order(sections):
+            here = sorted((lesson for lesson in declared.values() if lesson.page == (page, key)),
+                          key=lambda lesson: lesson.name)
+            for i, lesson in enumerate(here):  # the section named on its first row only
+                lines.append(f"| {'' if i else sections[key]} | [`{lesson.name}.py`]({lesson.name}.py) | "
+                             f"{summary(lesson)} |")
+        lines.append("")
+    before, rest = readme.split(BEGIN, 1)
+    return before + BEGIN + "\n" + "\n".join(lines) + rest[rest.index(END):]
+
+
+def section_order(sections):
+    """A page's sections in its order: the numbered ones, then the worked examples and the mistakes."""
+    return sorted(key for key in sections if isinstance(key, int)) + [key for key in ORDER if key in sections]
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description="Write the page notebooks from the lessons' declarations.")
-    parser.add_argument("--check", action="store_true", help="only say which notebooks are stale (exit 1 if any)")
-    parser.add_argument("--badges", action="store_true", help="print the README's \"Open in Colab\" badges")
+    parser = argparse.ArgumentParser(description="Write the page notebooks and the README's list of lessons from "
+                                     "the lessons' declarations.")
+    parser.add_argument("--check", action="store_true", help="only say which files are stale (exit 1 if any)")
     args = parser.parse_args(argv)
-    if args.badges:
-        block = readme_badges()
-        print(block or "no badges: REPOSITORY in notebooks/generate.py is empty (the project has no public address)")
-        return 0 if block else 1
     stale = []
     for path, text in written().items():
         if not path.exists() or path.read_text(encoding="utf-8") != text:

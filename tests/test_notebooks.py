@@ -209,16 +209,24 @@ def test_the_set_up_cell_says_in_one_line_where_the_lessons_are_not_beside_it(tm
     assert list(tmp_path.iterdir()) == []
 
 
-def test_once_the_project_has_an_address_each_notebook_and_the_readme_get_a_colab_badge(monkeypatch, capsys):
+def test_once_the_project_has_an_address_each_notebook_and_the_readme_get_a_colab_badge(monkeypatch):
+    readme = (run_all.ROOT / "README.md").read_text(encoding="utf-8")
     assert "colab.research.google.com" not in json.dumps(generate.notebook("week2", LESSONS))  # (no badge yet)
-    assert generate.main(["--badges"]) == 1 and "REPOSITORY" in capsys.readouterr().out
+    assert "colab.research.google.com" not in generate.with_lessons(readme, LESSONS)
     monkeypatch.setattr(generate, "REPOSITORY", "someone/transformers-lessons")
     link = "https://colab.research.google.com/github/someone/transformers-lessons/blob/main/notebooks/week2.ipynb"
     cells = generate.notebook("week2", LESSONS)["cells"]
     assert f"]({link})" in cells[0]["source"] and 'REPOSITORY = "someone/transformers-lessons"' in cells[1]["source"]
-    assert generate.main(["--badges"]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == len(generate.PAGES) and any(f"]({link})" in line for line in lines)
+    assert generate.with_lessons(readme, LESSONS).count("colab.research.google.com/github/someone") == \
+        len(generate.PAGES)
+
+
+def test_the_readme_lists_every_lesson_once_under_its_page_section():
+    block = (run_all.ROOT / "README.md").read_text(encoding="utf-8").split(generate.BEGIN)[1].split(generate.END)[0]
+    rows = [line for line in block.splitlines() if line.startswith("| ") and ".py`]" in line]
+    assert sorted(re.search(r"\[`(week\d/\w+)\.py`\]", row).group(1) for row in rows) == sorted(LESSONS)
+    assert "| 4. Why divide by √d_k (scaled dot-product) | [`week1/01_attention_from_scratch.py`]" \
+        "(week1/01_attention_from_scratch.py) | Scaled dot-product attention in NumPy vs torch's SDPA |" in rows
 
 
 # ---------------------------------------------------------------- run in a kernel
