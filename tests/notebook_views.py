@@ -8,7 +8,6 @@ import html
 import io
 import os
 import re
-import sys
 
 import common.live as live
 import common.notebook as notebook
@@ -19,7 +18,8 @@ import ipywidgets
 import numpy as np
 from PIL import Image  # (matplotlib's own dependency)
 
-from tests.conftest import SCRATCH, SCRIPTS, load_script
+from tests import drawing
+from tests.conftest import SCRATCH, load_script
 
 # Lessons run shorter here than at their defaults (the same view, quicker to build).
 SHORTER = {"week1/02_dot_product_variance": ("--pairs", "2000"), "week1/15_context_decides": ("--steps", "10")}
@@ -48,14 +48,14 @@ def handed(name):
     module = load_script(name)
     calls = []
     module.show = lambda build, *args: calls.append((build, args))
-    saved_argv, saved_root, saved_kernel = sys.argv, os.environ.get(OUTPUT_ROOT), live.kernel
-    sys.argv, os.environ[OUTPUT_ROOT] = [str(SCRIPTS[name]), *SHORTER.get(name, ()), "--live"], str(SCRATCH / "nb")
+    saved_root, saved_kernel = os.environ.get(OUTPUT_ROOT), live.kernel
+    os.environ[OUTPUT_ROOT] = str(SCRATCH / "nb")
     live.kernel = lambda: object()  # (--live needs no window in a notebook)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            module.main()
+            module.main([*SHORTER.get(name, ()), "--live"])
     finally:
-        sys.argv, live.kernel = saved_argv, saved_kernel
+        live.kernel = saved_kernel
         if saved_root is None:
             del os.environ[OUTPUT_ROOT]
         else:
@@ -80,32 +80,10 @@ def open_view(monkeypatch, name, backend="agg"):
     return views[0], driver, shown, stack
 
 
-def pixels(fig):
-    return np.asarray(fig.canvas.buffer_rgba())[..., :3].copy()
-
-
 def drawn_plainly(view):
-    """The picture matplotlib draws of the figure with nothing animated and no Blit: every
-    artist in its axes' z-order (tests/test_live.py's reference). Not sent to a front end."""
-    blit, layers = view.blit, view.blit.layers
-    moving = [artist for layer in layers.values() for artist in layer]
-    manager = getattr(view.fig.canvas, "manager", None)
-    refresh = getattr(manager, "refresh_all", None)
-    blit.layers = {}
-    try:
-        for artist in moving:
-            artist.set_animated(False)
-        if refresh is not None:
-            manager.refresh_all = lambda: None
-        with live.window_style():
-            view.fig.canvas.draw()
-        return pixels(view.fig)
-    finally:
-        for artist in moving:
-            artist.set_animated(True)
-        blit.layers = layers
-        if refresh is not None:
-            del manager.refresh_all
+    """matplotlib's own full draw of the view's figure (tests/drawing.py), in RGB: what a front
+    end's PNG holds."""
+    return drawing.drawn_plainly(view)[..., :3]
 
 
 def picture_of(driven):

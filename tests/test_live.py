@@ -27,6 +27,7 @@ import pytest
 
 import run_all
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, lesson_run, load_script
+from tests.drawing import drawn_plainly, pixels
 
 LIVE = [name for name in SCRIPTS if LESSONS[name].live]
 TRAININGS = [name for name in LIVE if LESSONS[name].training]
@@ -87,29 +88,6 @@ def window(name, *argv):
     module, out, build, args, _ = run_live(name, *argv)
     with live.window_style():
         return build(*args), module, out, args
-
-
-def pixels(fig):
-    return np.asarray(fig.canvas.buffer_rgba()).copy()
-
-
-def drawn_plainly(view):
-    """The picture matplotlib draws of the figure with nothing animated and no Blit (every
-    artist in its axes' z-order, each frame over what is inside it), as a window without
-    blitting would show it. The Blit keeps its backgrounds (they hold no moving artist), so
-    the next move blits as it would have."""
-    blit, layers = view.blit, view.blit.layers
-    moving = [artist for layer in layers.values() for artist in layer]
-    blit.layers = {}  # (its draw_event handler then keeps no background from this picture)
-    try:
-        for artist in moving:
-            artist.set_animated(False)
-        view.fig.canvas.draw()
-        return pixels(view.fig)
-    finally:
-        for artist in moving:
-            artist.set_animated(True)
-        blit.layers = layers
 
 
 def full_draws(fig):

@@ -1,0 +1,38 @@
+"""What a live view shows, and what matplotlib's own full draw of its figure shows: the two
+pictures the window tests (tests/test_live.py) and the notebook tests (tests/test_notebook_views.py,
+tests/test_browser.py) compare."""
+import common.live as live
+
+import numpy as np
+
+
+def pixels(fig):
+    """The figure's canvas as it holds it now, [height, width, RGBA]."""
+    return np.asarray(fig.canvas.buffer_rgba()).copy()
+
+
+def drawn_plainly(view):
+    """The picture matplotlib draws of the figure with nothing animated and no Blit (every
+    artist in its axes' z-order, each frame over what is inside it), as a window without
+    blitting would show it, in the window's style. The Blit keeps its backgrounds (they hold
+    no moving artist), so the next move blits as it would have; an ipympl canvas sends this
+    draw to no front end."""
+    blit, layers = view.blit, view.blit.layers
+    moving = [artist for layer in layers.values() for artist in layer]
+    manager = getattr(view.fig.canvas, "manager", None)
+    refresh = getattr(manager, "refresh_all", None)
+    blit.layers = {}  # (its draw_event handler then keeps no background from this picture)
+    try:
+        for artist in moving:
+            artist.set_animated(False)
+        if refresh is not None:
+            manager.refresh_all = lambda: None
+        with live.window_style():
+            view.fig.canvas.draw()
+        return pixels(view.fig)
+    finally:
+        for artist in moving:
+            artist.set_animated(True)
+        blit.layers = layers
+        if refresh is not None:
+            del manager.refresh_all
