@@ -840,7 +840,8 @@ def judge(name, result, path, args, root):
         else:
             checks.unlink(missing_ok=True)
         same = expected == compared and (expected_checks or "") == made
-        print(f"{'unchanged' if same else 'updated'} {golden.relative_to(root).as_posix()}", file=args.out)
+        written = golden.relative_to(root).as_posix() + (f" and {checks.name}" if made else "")
+        print(f"{'unchanged' if same else 'updated'} {written}", file=args.out)
         return None
     if expected is None:
         return (f"NO GOLDEN FILE {name}: {golden.relative_to(root).as_posix()} is missing; "

@@ -166,6 +166,8 @@ def why_no_window(instead):
 def need_window(parser, saves=False):
     """Exit with one line and status 2 if no window can open; else make the next figures windows.
     In a notebook kernel the view opens inline, with the backend the learner chose: nothing to do."""
+    import common.figures  # noqa: F401  (first: on import it draws with Agg; the window is chosen after it)
+
     import matplotlib.pyplot as plt
 
     if kernel() is not None:

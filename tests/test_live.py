@@ -282,12 +282,14 @@ CLOSE_SOON.write_text(f"""
 import runpy, sys
 sys.path.insert(0, {str(run_all.ROOT)!r})
 import common.live as live
-from common.figures import plt
 show = live.show
 
 def show_briefly(build, *args):
+    import matplotlib.pyplot as plt
+
     def build_and_close_soon():
         view = build(*args)
+        assert plt.get_backend().lower() != "agg", "a window was asked for, but the figure draws with Agg"
         timer = view.fig.canvas.new_timer(interval=1000)
         timer.add_callback(plt.close, view.fig)
         timer.start()
