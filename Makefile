@@ -41,6 +41,7 @@ $(VENV)/.runtime: requirements.txt
 	echo "$(PY) -m pip install --quiet $$extra -r requirements.txt"; \
 	$(PY) -m pip install --quiet $$extra -r requirements.txt \
 	  || { rm -rf $(VENV); echo "make: setup failed (see above); .venv removed, so the next make starts clean"; exit 1; }
+	@$(PY) -c "import torch; print('make: installed torch', torch.__version__, '(a CUDA build)' if torch.version.cuda else '(the CPU build)')"
 	touch $@
 
 $(VENV)/.test-tools: $(VENV)/.runtime requirements-test.txt requirements-notebook.txt
