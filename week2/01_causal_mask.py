@@ -182,9 +182,12 @@ def live_view(seed, printed_T):
         if T == printed_T:
             return "the printed run's scores"
         if seed is not None:
-            return f"the first {T} rows and columns of one {MOST} x {MOST} draw, seed {seed}"
-        return (f"the first {T} rows and columns of the hand-written scores" if T < 4 else
-                f"the hand-written 4 x 4, then random scores for words 5..{T} (seed 0)")
+            return f"{first(T)} of one {MOST} x {MOST} draw, seed {seed}"
+        return (f"{first(T)} of the hand-written scores" if T < 4 else
+                f"the hand-written 4 x 4, then random scores for words 5..{T}, seed 0")
+
+    def first(T):
+        return "the first row and column" if T == 1 else f"the first {T} rows and columns"
 
     def fit_rows(T):
         """The row slider runs over rows 1..T, its knob on a row there is."""
