@@ -5,7 +5,8 @@ only held-out words (whose sentence so far was never trained on), counts a clash
 the two answers are two different nouns, and judges the noun head on the first noun, so a
 head on the latest noun fails; every threshold and condition of its verdicts is pinned by a
 value on each side, and each number it prints beside a band is judged by that band, fixed by
-its claim, so each can turn; trained, its heads take the two roles its figure shows, another seed swaps them, and its
+its claim, so each can turn; each Try it line does what its words say, read from its own run;
+trained, its heads take the two roles its figure shows, another seed swaps them, and its
 role verdicts turn with one head or a one-look task. Its output (bands in place of its numbers) is the
 same bytes under the kernel settings that change training trajectories
 (tests/test_portability.py runs the whole check under each of them)."""
@@ -23,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import lesson_run, load_script
+from tests.conftest import TRY_ITS, lesson_run, load_script
 from tests.conftest import main_in_process as run_main
 
 NAME = "week1/16_heads_take_roles"
@@ -710,3 +711,78 @@ def test_week2_10_says_of_trained_heads_what_this_run_shows(runs):
     (roles,) = [line for line in out.splitlines() if line.startswith("  roles: ")]
     assert max(int(n) for n in re.findall(r"(\d+) (?:on|with)", roles)) == 3, roles
 
+
+# ---------------------------------------------------------------- the Try it lines, each read from its own run
+
+def head_roles(ht, run):
+    """Each head's role in a run, by the lesson's own rule, from the records of its shares."""
+    values = {r["name"]: r["value"] for r in run.records}
+    heads = sum(name.endswith(": share on the first noun") for name in values)
+    return ht.roles([(values[f"head {h + 1}: share on the word just before"],
+                      values[f"head {h + 1}: share on the first noun"]) for h in range(heads)])
+
+
+@pytest.mark.reads(DEFAULT, *TRY_ITS[NAME])
+def test_each_try_it_line_does_what_its_words_say(ht, runs):
+    """--help's Try it lines, each held to its own words by the records of the very run it names."""
+    # week1/NOTES.md, section 16: at other settings
+    words = {tuple(argv.split()): text for argv, text in ht.TRY_IT}
+    tries = {run.argv: runs[run] for run in TRY_ITS[NAME]}
+    assert set(tries) == set(words) == {("--heads", "1"), ("--task", "previous-only"), ("--heads", "4"),
+                                        ("--steps", "20"), ("--seed", "7")}  # a new line needs its test here
+    outcomes = {argv: {r["name"]: r["outcome"] for r in run.records} for argv, run in tries.items()}
+
+    # "where the two answers are different nouns, (a) fails, and no head takes the previous-word role"
+    assert "where the two answers are different nouns, (a) fails, and no head takes the previous-word role" \
+        in words["--heads", "1"]
+    run = tries["--heads", "1"]
+    (a,) = [r for r in run.records if r["name"] == "held-out words with two different nouns: blank (a) filled right"]
+    assert a["value"] < ht.WRONG and "before" not in head_roles(ht, run)
+    assert outcomes["--heads", "1"]["a head looks at the word just before"] == CONTRADICTS
+
+    # "the heads look at the word just before, none at the nouns"
+    assert "the heads look at the word just before, none at the nouns" in words["--task", "previous-only"]
+    assert head_roles(ht, tries["--task", "previous-only"]) == ["before", "before"]
+    assert outcomes["--task", "previous-only"]["another head looks at the first noun"] == CONTRADICTS
+
+    # "usually one or two take the word just before, one to three the nouns, the rest no single role"
+    assert "one or two take the word just before, one to three the nouns, the rest no single role" \
+        in words["--heads", "4"]
+    four = head_roles(ht, tries["--heads", "4"])
+    assert len(four) == 4 and 1 <= four.count("before") <= 2 and 1 <= four.count("nouns") <= 3
+    assert (f"  roles: {four.count('before')} on the word just before, {four.count('nouns')} on the first noun, "
+            f"{four.count(None)} with no single role") in tries["--heads", "4"].stdout.splitlines()
+
+    # "stopped early: no head has a role yet" (and so nothing is learned for the one-head verdict to read)
+    assert words["--steps", "20"].startswith("stopped early: no head has a role yet")
+    assert head_roles(ht, tries["--steps", "20"]) == [None, None]
+    early = outcomes["--steps", "20"]
+    assert early["head 1 takes one role"] == early["head 2 takes one role"] == CONTRADICTS
+    assert early["one head can only focus one way"] == NOT_TESTED
+
+    # "the same verdicts (the two heads may swap roles)"
+    assert words["--seed", "7"].endswith("the same verdicts (the two heads may swap roles)")
+    default, other = runs[DEFAULT], tries["--seed", "7"]
+    claims = [r["name"] for r in default.records if "shown" not in r]
+    assert [outcomes["--seed", "7"][name] for name in claims] == [UPHOLDS] * len(CHECKS)
+    assert [v.rsplit(": ", 1)[1] for v in verdicts(other.stdout)] == \
+        [v.rsplit(": ", 1)[1] for v in verdicts(default.stdout)]
+    assert sorted(head_roles(ht, other), key=str) == sorted(head_roles(ht, default), key=str) == ["before", "nouns"]
+
+
+def test_stopped_early_the_noun_look_forms_first_over_many_seeds(ht):
+    """--steps 20's "(over many seeds, the noun look forms first)": at 20 steps, over seeds 0-9 and
+    42, more seeds have a head on the first noun than a head on the word just before."""
+    # week1/NOTES.md, section 16: --steps 20
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        found = []  # per seed, its heads' roles
+        for seed in [*range(10), 42]:
+            stream, held = ht.training_and_held_out(seed, 20)
+            model = ht.train(seed, 2, "both", stream)
+            found.append(ht.measure(model, held, ht.seen_in_training(held, stream))["roles"])
+    finally:
+        torch.set_num_threads(threads)
+    assert "(over many seeds, the noun look forms first)" in dict(ht.TRY_IT)["--steps 20"]
+    assert sum("nouns" in roles for roles in found) > sum("before" in roles for roles in found)
