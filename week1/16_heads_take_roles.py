@@ -14,7 +14,7 @@ two blanks: (a) the word just before me, (b) the first noun so far. Prints the a
 against torch's; the blanks filled right at held-out words; where each head looks and a
 verdict on each role; what knocking out each head breaks, and a verdict on the blend; the
 example sentence row by row; the same training with one head and with four, a verdict on each
-(every trained number beside the band its claim needs); saves a figure.
+(each number a claim judges beside its band, the rest bare); saves a figure.
 Setup (the page trains nothing): one layer of causal self-attention, 2 heads, d_model 32, no
 FFN or LayerNorm; 200 steps of torch.optim.Adam, its rate falling linearly to 0, on 64 fresh
 sentences each. Notes: week1/NOTES.md, section 16.
@@ -22,6 +22,7 @@ sentences each. Notes: week1/NOTES.md, section 16.
 import copy
 import math
 import sys
+import textwrap
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
@@ -235,12 +236,12 @@ RIGHT = 0.80  # a blank is filled right above this share
 WRONG = 0.50  # and broken below this one
 AGREE = 1e-6  # the page's formula and torch's agree: float64 rounding is about 1e-16, a wrong formula 1e-2 or more
 FILLED = f"above {RIGHT:.0%}"  # the bands printed beside the numbers: a blank filled right,
-BROKEN = f"below {WRONG:.0%}"  # a blank a knock-out breaks,
-KEPT = f"{WRONG:.0%} or more"  # a blank a knock-out leaves unbroken,
-ON = f"{ROLE:.2f} or more"  # a head's share on its role's look,
+BROKEN = f"below {WRONG:.0%}"  # a blank a knock-out (or a lone head) breaks,
+KEPT = f"{WRONG:.0%} or more"  # a blank a knock-out leaves unbroken
+IN_BAND = {FILLED: lambda share: share > RIGHT, BROKEN: lambda share: share < WRONG,
+           KEPT: lambda share: share >= WRONG}  # band -> is a number in it?
+ON = f"{ROLE:.2f} or more"  # a role, in words: a head's share on its look,
 OFF = f"under {LOW:.2f}"  # and on the other look
-IN_BAND = {FILLED: lambda share: share > RIGHT, BROKEN: lambda share: share < WRONG, KEPT: lambda share: share >= WRONG,
-           ON: lambda share: share >= ROLE, OFF: lambda share: share < LOW}  # band -> is a number in it?
 
 
 def row_kinds(tokens, seen=None):
@@ -319,17 +320,21 @@ def filled(acc, trained):
 
 def own_blank(group, head_roles, trained):
     """The blank a knock-out of these heads should break: (a) for the previous-word role, (b) for
-    the noun role; None (not tested) when they have no role in common, or a blank is not trained."""
+    the noun role; None (not tested) when they have no role in common, when they are some but not
+    all of their role's heads (the others may do its job: the caution of show_more_heads), or
+    when a blank is not trained."""
     role = {head_roles[h] for h in group}
     if len(role) > 1 or None in role or len(trained) < 2:
+        return None
+    if set(group) != {h for h, r in enumerate(head_roles) if r in role}:
         return None
     return "a" if role == {"before"} else "b"
 
 
 def knock_out_holds(group, acc, head_roles, trained):
-    """A knock-out row upholds the page when its heads share one role, and their knock-out
-    puts that role's blank below WRONG and leaves the other above RIGHT; None (not tested)
-    when they have no role in common, or a blank is not trained."""
+    """A knock-out row upholds the page when its heads are every head of one role, and their
+    knock-out puts that role's blank below WRONG and leaves the other above RIGHT; None (not
+    tested) otherwise (own_blank)."""
     own = own_blank(group, head_roles, trained)
     if own is None:
         return None
@@ -353,6 +358,12 @@ def blends(m, trained):
 def spare_heads(m, trained):
     """The heads (0-based) whose knock-out alone breaks no trained blank: none falls below WRONG."""
     return [g[0] for g, acc in m["knocked"] if len(g) == 1 and all(acc[q] >= WRONG for q in trained)]
+
+
+def least_harm(m, trained):
+    """Over the heads knocked out alone, the largest of each one's worse trained blank: a head
+    is spare (spare_heads) exactly when this is WRONG or more."""
+    return max(min(acc[q] for q in trained) for g, acc in m["knocked"] if len(g) == 1)
 
 
 @torch.no_grad()
@@ -510,12 +521,11 @@ def show_roles(m, heads):
     print("or more came earlier (there the word before, the first noun and the latest noun are three")
     print("different words)")
     for h, ((b, n), role) in enumerate(zip(m["shares"], head_roles, strict=True)):
-        on_before, on_noun = f"{b:.3f}", f"{n:.3f}"
-        band_before, band_noun = {"before": (ON, OFF), "nouns": (OFF, ON), None: (None, None)}[role]
-        print(f"  head {h + 1}: on the word just before {beside(on_before, band_before)}, on the first noun "
-              f"{beside(on_noun, band_noun)}:\n    " + (f"it {ROLE_TITLES[role]}" if role else "no single role"))
-        record_number(f"head {h + 1}: share on the word just before", b, band_before, on_before)
-        record_number(f"head {h + 1}: share on the first noun", n, band_noun, on_noun)
+        on_before, on_noun = f"{b:.3f}", f"{n:.3f}"  # bare: the role records below judge them, by ROLE_RULE
+        print(f"  head {h + 1}: on the word just before {on_before}, on the first noun {on_noun}:\n    "
+              + (f"it {ROLE_TITLES[role]}" if role else "no single role"))
+        record_number(f"head {h + 1}: share on the word just before", b, None, on_before)
+        record_number(f"head {h + 1}: share on the first noun", n, None, on_noun)
         record(f"head {h + 1} takes one role", role is not None if heads == 2 else None, value=f"{b:.4f}, {n:.4f}",
                threshold=ROLE_RULE)
     if heads > 2:
@@ -565,13 +575,14 @@ def show_blend(m, heads, task):
                threshold=KNOCK_RULE)
     blended = blends(m, trained)
     head_or_heads = "head" if heads <= 2 else "heads"
+    why = None if blended is not None else "no head took one of the two roles, so there is no role's head to knock out"
     print(f"Verdict: knocking out the previous-word {head_or_heads} breaks (a) and leaves (b), the noun "
           f"{head_or_heads} the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
           f"{said(blended)}" if blended is not None else "Verdict: not tested: no head took one of the two roles, "
           "so there is no role's head\n  to knock out")
     record("knocking out a role breaks its blank only", blended,
            value="; ".join(f"without {', '.join(str(h + 1) for h in g)}: {summary(acc)}" for g, acc in m["knocked"]),
-           threshold=f"{KNOCK_RULE}, for each role")
+           threshold=f"{KNOCK_RULE}, for each role", why=why)
 
 
 def show_example(maps, sentence, head_roles, new_from):
@@ -595,29 +606,36 @@ def show_example(maps, sentence, head_roles, new_from):
 
 def show_one_head(measured, heads, task):
     """The same training with one head beside more (measured: {heads: measure()}), where the two
-    answers are different nouns, and the verdict: one pattern can only focus one way."""
+    answers are different nouns, and the verdict: one pattern can only focus one way. Judged
+    only where two blanks are trained and the models with more heads fill both: else a blank the
+    one head fails may be one no model has learned."""
     trained = TASKS[task]
     print("\n\"One pass catches one kind of relationship\" (ELI5 page): the same training with one head,")
     print("beside more, at the held-out words whose two answers are different nouns: blanks filled right")
     lone, more = measured[1], [mh for h, mh in measured.items() if h > 1]
-    failing = [q for q in trained if lone["clash"][q] < WRONG]
-    filled_by_more = bool(more) and all(filled(mh["clash"], trained) for mh in more)
-    holds = bool(failing) and filled_by_more if len(trained) == 2 else None  # one blank: one way is enough
-    judged = failing or [min(trained, key=lone["clash"].get)]  # the one head's blanks judged: failed, or its worse
+    both = len(trained) == 2  # one blank: one way of looking is enough
+    filled_by_more = all(filled(mh["clash"], trained) for mh in more)
+    worse = min(trained, key=lone["clash"].get)  # the one head's blank the claim reads
+    tested = both and filled_by_more
+    holds = lone["clash"][worse] < WRONG if tested else None
     for h, mh in measured.items():
         label = f"{h} head{'s' * (h > 1)}"
-        bands = {q: None if holds is None else FILLED if h > 1 else BROKEN if q in judged else None for q in trained}
+        bands = {q: (FILLED if both else None) if h > 1 else BROKEN if tested and q == worse else None
+                 for q in trained}
         role = f"; its head: {ROLE_TITLES[mh['roles'][0]]}" if h == 1 else ""
         show_blanks(f"{label}{' (above)' * (h == heads)}", f"{label}, two different nouns", mh["clash"], bands,
                     width=20, after=role)
-    print("Verdict: one attention pattern can only focus one way: one head "
-          f"{'fails ' + ' and '.join(f'({q})' for q in failing) if failing else 'fails no blank'} at those words\n"
-          f"  (below {WRONG:.0%}), {'and' if filled_by_more else 'but'} more heads "
-          f"{'fill' if filled_by_more else 'do not fill'} both (above {RIGHT:.0%}): "
-          + (said(holds) if holds is not None else "not tested (only one blank is trained)"))
+    failing = [q for q in trained if lone["clash"][q] < WRONG]
+    why = (None if tested else "only one blank is trained, and one way of looking is enough for it" if not both else
+           f"the models with more heads do not fill both blanks there (above {RIGHT:.0%}), so a blank one head "
+           "fails may be one no model has learned yet")
+    verdict = "Verdict: one attention pattern can only focus one way: "
+    print(f"{verdict}one head {'fails ' + ' and '.join(f'({q})' for q in failing) if failing else 'fails no blank'} "
+          f"at those words\n  (below {WRONG:.0%}), and more heads fill both (above {RIGHT:.0%}): {said(holds)}"
+          if tested else textwrap.fill(f"{verdict}not tested: {why}", 98, subsequent_indent="  "))
     record("one head can only focus one way", holds,
            value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in measured.items()),
-           threshold=f"one head: a blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}")
+           threshold=f"one head: its worse blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}", why=why)
 
 
 def show_more_heads(m, task):
@@ -635,25 +653,30 @@ def show_more_heads(m, task):
     print(f"  roles: {count['before']} on the word just before, {count['nouns']} on the first noun, "
           f"{count[None]} with no single role")
     print("  blanks filled right, every held-out word with both answers:")
-    show_blanks("all heads", f"{heads} heads, all heads", m["all"], {q: FILLED if learned else None for q in trained},
-                width=29)
+    show_blanks("all heads", f"{heads} heads, all heads", m["all"], {q: FILLED for q in trained}, width=29)
     for (h,), acc in (knocked for knocked in m["knocked"] if len(knocked[0]) == 1):
         where = f"head {h + 1} knocked out alone"
-        bands = {q: KEPT if learned and h in spare else None for q in trained}  # what the caution reads
-        show_blanks(where, f"{heads} heads, {where}", acc, bands, width=29)
-    holds = bool(spare) if learned else None
+        show_blanks(where, f"{heads} heads, {where}", acc, {q: None for q in trained}, width=29)
+    kept = least_harm(m, trained)
+    band = KEPT if learned else None  # with the blanks never filled, a knock-out can show nothing
+    print(f"  the knock-out alone that harms least leaves its worse blank at {beside(f'{kept:.1%}', band)}")
+    record_number(f"{heads} heads, the knock-out alone that harms least: its worse blank filled right", kept, band,
+                  f"{kept:.1%}")
+    holds = kept >= WRONG if learned else None
     who = (f"head {spare[0] + 1}, knocked out alone, breaks" if len(spare) == 1 else
            f"heads {', '.join(str(h + 1) for h in spare)}, each knocked out alone, break")
     found = (f"{who} no blank\n  (none falls below {WRONG:.0%}): other heads cover for it, or the blanks never "
              "needed it" if spare else
              f"every head knocked out alone breaks a blank (below {WRONG:.0%}): each has a job\n  of its own")
+    why = None if learned else (f"the {heads} heads did not fill every blank (above {RIGHT:.0%}), so no knock-out "
+                                "can show whose job a blank is")
     print(f"Verdict: not guaranteed: {found}: {said(holds)}" if learned else
           f"Verdict: not tested: the {heads} heads did not fill every blank (above {RIGHT:.0%}), so no knock-out\n"
           "  can show whose job a blank is")
     record("heads need not find distinct, readable roles", holds,
            value="; ".join(f"without {g[0] + 1}: {summary(acc)}" for g, acc in m["knocked"] if len(g) == 1),
            threshold=f"with {heads} heads: a head whose knock-out alone leaves every trained blank at "
-                     f"{WRONG:.0%} or more")
+                     f"{WRONG:.0%} or more", why=why)
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live view
