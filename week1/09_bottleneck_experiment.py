@@ -563,13 +563,13 @@ DESCRIPTION = ("Fixed-context vs attention encoder-decoders on rows of digits of
                f"--steps x --max-len x max(1, --hidden / 32) may be at most {WORK_LIMIT:,} (the defaults: "
                f"{work(STEPS, MAX_LEN, HIDDEN):,.0f}).")
 KNOBS = [knob("--hidden", type=int_range(4, 96), default=HIDDEN,
-              help="n, the size of the summary c, of each h_i and of s; measured, each doubling of n lifts the "
-              "fixed-context model's share of the long rows' digits by only about 0.1 (0.47 to 0.50 at 48, 0.57 "
-              "to 0.63 at 96), far below the attention model's"),
+              help="n, the size of the summary c, of each h_i and of s; a wider note lifts the fixed-context "
+              "model's long rows only slowly, far below the attention model's (measured over seeds: "
+              "week1/NOTES.md, section 09)"),
          knob("--max-len", type=int_range(8, 32), default=MAX_LEN, help="longest row, in digits"),
          knob("--steps", type=int_range(1, 1000), default=STEPS,
-              help="training steps per model; more lift the fixed-context model's long rows too (measured, seed "
-              "42: 0.50 at 300, 0.63 at 600, 0.72 at 1,000)"),
+              help="training steps per model; more lift the fixed-context model's long rows too (measured: "
+              "week1/NOTES.md, section 09)"),
          knob("--seed", type=SEED, default=42, help="seed of the weights and of the rows"),
          knob("--look-back", choices=["all", "last"], default="all",
               help="which encoder states the attention model may look at"),
