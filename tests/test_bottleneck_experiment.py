@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import PARSERS, SCRIPTS, lesson_run, load_script, run_on_a_terminal
+from tests.conftest import DEFAULT_RUNS, PARSERS, SCRIPTS, TRY_ITS, lesson_run, load_script, run_on_a_terminal
 
 NAME = "week1/09_bottleneck_experiment"
 FALLS = "Verdict (section 1): fixed-context falls from above 0.90 to below 0.60 as rows grow"
@@ -733,3 +733,66 @@ def test_the_look_at_the_copied_digit_its_softness_and_the_sums_are_held_at_thei
     assert outcome(tables(5, 32, 16), "the weight on the digit copied is soft") == against  # half is not most
     assert outcome(tables(5, 40, 40, off_by=4e-7), "every row of the alignment tables sums to 1") == up
     assert outcome(tables(5, 40, 40, off_by=6e-7), "every row of the alignment tables sums to 1") == against
+
+
+# ---------------------------------------------------------------- each Try it line, as --help prints it
+
+def records_of(result):
+    """A run's records by name (its exit status first: a Try it line must run)."""
+    assert result.returncode == 0, result.stderr[-2000:]
+    return {r["name"]: r for r in result.records}
+
+
+SHARE = "{}: share of digits copied right, {} rows"
+
+
+def table_promise(result, default):
+    """--table: "the accuracy at every length and the example's alignment table" (and the same
+    training, so the same verdicts)."""
+    rows, _ = table(result.stdout)
+    example = [line for line in result.stdout.splitlines() if line.startswith("    writes ")]
+    scored = list(range(3, 13))  # every length with held-out rows (2 digits: all trained on)
+    return (list(rows) == scored and len(example) == 8
+            and {n: r["outcome"] for n, r in records_of(result).items()} == {n: r["outcome"] for n, r in
+                                                                            default.items()})
+
+
+def short_rows_promise(result, default):
+    """--max-len 8: "short enough for the one note, so the fixed-context model does not fall
+    below 0.60"."""
+    records = records_of(result)
+    return (records[SHARE.format("fixed-context", "long")]["value"] >= 0.60
+            and records["fixed-context strained, not broken"]["outcome"] == UPHOLDS)
+
+
+def wide_promise(result, default):
+    """--hidden 96: "the fixed-context model copies about 0.1 more of the long rows' digits (the
+    verdict may turn, just), still far fewer than the attention model"."""
+    records = records_of(result)
+    wide, narrow = (r[SHARE.format("fixed-context", "long")]["value"] for r in (records, default))
+    attention = records[SHARE.format("attention", "long")]["value"]
+    turned = "fixed-context falls off as rows grow" not in records  # then strained, not broken
+    return 0.05 < wide - narrow < 0.2 and (not turned or wide < 0.65) and wide < attention - 0.2
+
+
+def last_state_promise(result, default):
+    """--look-back last: "attention that may see only the last encoder state is the fixed context
+    again: it falls off too" (above 0.90 on the short rows, below 0.60 on the long ones)."""
+    records = records_of(result)
+    return (records[SHARE.format("attention", "short")]["outcome"] == UPHOLDS
+            and records[SHARE.format("attention", "long")]["value"] < 0.60
+            and records["attention stays high on the longest rows"]["outcome"] == CONTRADICTS)
+
+
+TRY_IT_PROMISES = {("--table",): table_promise, ("--max-len", "8"): short_rows_promise,
+                   ("--hidden", "96"): wide_promise, ("--look-back", "last"): last_state_promise}
+
+
+@pytest.mark.reads(DEFAULT_RUNS[NAME], *TRY_ITS[NAME])
+def test_each_try_it_line_does_what_it_says(runs):
+    """Each Try it line of --help, run as the learner would copy it, holds what its words
+    promise, read from that run's records (week1/NOTES.md, section 09: the ranges over seeds)."""
+    assert [run.argv for run in TRY_ITS[NAME]] == list(TRY_IT_PROMISES)  # every line has its promise here
+    default = records_of(runs[DEFAULT_RUNS[NAME]])
+    for run in TRY_ITS[NAME]:
+        assert TRY_IT_PROMISES[run.argv](runs[run], default), run

@@ -345,8 +345,7 @@ def soft_share(alpha):
 def lesson(args, window=None):
     """Both models trained and tested; prints section 1, then section 2. window: the --live
     TrainingWindow, if any. Returns what the figure draws."""
-    torch.set_num_threads(1)  # tiny matrices: two threads were slower here, and make check runs a
-    #                           second script beside this one
+    torch.set_num_threads(1)  # tiny matrices: one thread is quickest (notes)
     n = args.hidden
     look = "every encoder state h_i" if args.look_back == "all" else "the last encoder state only"
     print(f"Copying rows of {MIN_LEN} to {args.max_len} digits: two GRU encoder-decoders (networks that read, "
