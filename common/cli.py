@@ -209,7 +209,7 @@ class Lesson:
         if self.figure is not None:
             parser.add_argument("--figure", type=png_path, default=None, help=self.figure)
         if self.live is not None:
-            windows.add_live(parser, self.live)
+            windows.add_live(parser, self.live, self.training)
         return parser
 
     def args(self, argv=None):

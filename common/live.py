@@ -128,10 +128,11 @@ class Blit:
         canvas.blit(self.fig.bbox)
 
 
-def add_live(parser, what):
-    """The --live flag, its help saying what the window lets you try."""
-    parser.add_argument("--live", action="store_true",
-                        help=f"after the printed lines, open a window to try it: {what} (needs a display)")
+def add_live(parser, what, training=False):
+    """The --live flag, its help saying when the window opens and what it lets you try (a
+    training's window opens as the training starts)."""
+    when = "open a window as the training starts, to" if training else "after the printed lines, open a window to try it:"
+    parser.add_argument("--live", action="store_true", help=f"{when} {what} (needs a display)")
 
 
 def why_no_window(instead):

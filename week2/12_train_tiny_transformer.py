@@ -16,7 +16,7 @@ the held-out strings decoded, the output layer, one string decoded step by step,
 own inputs taken away, strings one digit longer than any trained, the cross-attention, what the
 causal mask changes: each trained number beside the band its claim needs, and a verdict on
 each claim; saves a figure.
-Setup (the page trains nothing): common/blocks.py's layers, one of each, d_model 32, 4 heads;
+Setup (the page trains nothing): common/blocks.py's layers, one of each (the paper: six), d_model 32, 4 heads;
 torch.optim.Adam for 400 steps of 128 fresh pairs of 1 to 6 digits. Notes: week2/NOTES.md, section 12.
 """
 import copy
@@ -43,7 +43,7 @@ PAD, BOS, EOS = 0, 1, 2  # token ids of <pad>, <s> (the start symbol) and </s> (
 TOKENS = ["<pad>", "<s>", "</s>"] + [str(digit) for digit in range(10)]  # a digit's token id is digit + 3
 N_WORDS = len(TOKENS)  # the vocabulary size (the page's V): 13
 MAX_LEN = 6  # digits per training string, at most
-T = MAX_LEN + 1  # tokens per row: a string's digits and </s>, then <pad> up to the longest
+T = MAX_LEN + 1  # tokens per row, source and target alike: a string's digits and </s>, then <pad>
 LONGER = MAX_LEN + 1  # digits of the longer held-out strings: a length no training string has
 D_MODEL = 32  # d, the width of every token's vector
 HEADS = 4  # h, so d_k = 8
@@ -52,11 +52,11 @@ PE = sinusoidal_pe(LONGER + 1, D_MODEL)  # [8, d]: the position tags (section 5)
 STEPS = 400  # training steps: every measured run has all held-out strings right by then
 EARLY = 50  # the step at which exposure bias is measured (section 1), while the model is still learning
 BATCH = 128  # fresh pairs a step
-WARMUP = 30  # w, the warm-up steps of the schedule
-LR_SCALE = 0.5  # c, the schedule's scale (the paper: 1): see the notes on loss jumps
+WARMUP = 30  # w, the warm-up steps of the schedule (the paper: 4000, of 100,000 steps)
+LR_SCALE = 0.5  # c, the schedule's scale (the paper: 1): week2/NOTES.md, section 12, says why
 EPSILON = 0.1  # label smoothing
-BETAS = (0.9, 0.9999)  # Adam's: a long memory of g^2, so its steps shrink once the loss is quiet (notes)
-ADAM_EPS = 1e-6  # Adam's eps (torch's: 1e-8): see the notes
+BETAS = (0.9, 0.9999)  # Adam's: a long memory of the squared gradients, so its steps shrink once the loss is quiet
+ADAM_EPS = 1e-6  # Adam's eps (torch's: 1e-8); both: week2/NOTES.md, section 12
 
 
 # ---------------------------------------------------------------- the model: section 8's data flow
@@ -65,6 +65,19 @@ def embedded(model, tokens):
     """Steps 1 and 3: each token's embedding times sqrt(d_model), plus its position tag PE(p)."""
     # * sqrt(d), the paper's: the embedding's small numbers (about 1/sqrt(d)) then match the tags' size (-1 to 1)
     return model.embed(tokens) * math.sqrt(D_MODEL) + PE[: tokens.shape[1]]  # [B, T, d]
+
+
+def decoder_input(model, dec_in, without=None):
+    """Step 3: the decoder's own token embeddings plus position tags, [B, T, d]. without: one of
+    them taken away, the experiment of section 8's Mistakes (run on the trained model below):
+    "position tags" leaves the tags out; "token embeddings" gives every token one vector, the
+    average embedding."""
+    if without is None:
+        return embedded(model, dec_in)  # [B, T, d]: as the encoder's input is made
+    if without == "position tags":
+        return model.embed(dec_in) * math.sqrt(D_MODEL)
+    average = model.embed.weight.mean(0) * math.sqrt(D_MODEL)  # [d]: one vector for every token
+    return average.expand(*dec_in.shape, D_MODEL) + PE[: dec_in.shape[1]]
 
 
 class Transformer(nn.Module):
@@ -101,19 +114,6 @@ class Transformer(nn.Module):
         return self.out(z), A  # [B, T, V]: step 5's linear layer; its softmax: next_word_probabilities()
 
 
-def decoder_input(model, dec_in, without=None):
-    """Step 3: the decoder's own token embeddings plus position tags, [B, T, d]. without: one of
-    them taken away, the experiment of section 8's Mistakes (run on the trained model below):
-    "position tags" leaves the tags out; "token embeddings" gives every token one vector, the
-    average embedding."""
-    if without is None:
-        return embedded(model, dec_in)  # [B, T, d]: as the encoder's input is made
-    if without == "position tags":
-        return model.embed(dec_in) * math.sqrt(D_MODEL)
-    average = model.embed.weight.mean(0) * math.sqrt(D_MODEL)  # [d]: one vector for every token
-    return average.expand(*dec_in.shape, D_MODEL) + PE[: dec_in.shape[1]]
-
-
 def build_model(seed):
     """The starting weights, from the seed: matrices xavier-uniform (as The Annotated Transformer)."""
     torch.manual_seed(seed)
@@ -126,7 +126,8 @@ def build_model(seed):
 
 def shift_right(target):
     """Section 1: labels [y_1, ..., y_T] -> the decoder's input [<s>, y_1, ..., y_(T-1)], [B, T].
-    y_T is </s>; in a short string's row the </s> moves into a padded slot: pad it too."""
+    A short string's row ends in </s> and then <pad>: shifted, its </s> lands in a padded
+    slot, where it becomes <pad> too (the decoder never reads </s> as an input)."""
     shifted = torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
     return shifted.masked_fill(shifted == EOS, PAD)
 
@@ -161,7 +162,7 @@ def train(seed, sources, targets, causal, held, window=None):
     at step EARLY, while it is still learning (exposure bias, section 1). window: a
     TrainingWindow that follows the training (--live)."""
     model = build_model(seed)
-    # fused: torch's one-kernel Adam, the same update as its plain one, quicker on 45 small tensors
+    # fused: torch's one-kernel Adam, the same update as its plain one, quicker on the model's many small tensors
     optimizer = torch.optim.Adam(model.parameters(), betas=BETAS, eps=ADAM_EPS, fused=True)
     losses, early = [], None
     with Progress("training step", len(sources)) as progress:
@@ -376,7 +377,7 @@ def words(tokens):
     return " ".join(TOKENS[t] for t in tokens.tolist() if t != PAD)
 
 
-# ---------------------------------------------------------------- the lesson, in the page's order
+# ---------------------------------------------------------------- the lesson: its story, each part naming its section
 
 FALLEN = 1.2  # the mean loss of steps 81-100 has fallen below this
 NEAR_FLOOR = 0.01  # the mean loss of the last 20 steps is this close to the floor
