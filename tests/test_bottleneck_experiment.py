@@ -207,11 +207,15 @@ PRECISION = [(torch.float64, 1e-12, 1e-10), (torch.float32, 1e-6, 1e-4)]
 
 @pytest.mark.parametrize("dtype, losses_within, weights_within", PRECISION)
 @pytest.mark.parametrize("attention", [False, True])
-def test_training_with_the_fast_paths_is_the_plain_loop(lesson, attention, dtype, losses_within, weights_within):
+def test_training_with_the_fast_paths_is_the_plain_loop(lesson, attention, dtype, losses_within, weights_within,
+                                                       monkeypatch):
     """train() (torch.optim.Adam with fused=True; the fixed-context decoder through torch's fused
     GRU, FAST) over the default run's first six batches, at the lesson's sizes (n = 48, 128 rows
     of 2 to 12 digits, clipping, the falling rate), against the ordinary loop written out with the
-    page's GRUCell loop and the for-loop Adam: the same losses and the same weights."""
+    page's GRUCell loop and the for-loop Adam: the same losses and the same weights. Clipping at
+    0.1 here, so that it acts in these six steps (their gradient norms are about 0.13 to 0.25;
+    the lesson's CLIP of 1.0 acts only on larger ones)."""
+    monkeypatch.setattr(lesson, "CLIP", 0.1)
     batches = lesson.training_and_test_rows(42, lesson.MAX_LEN, lesson.STEPS)[0][:6]
     assert {x.shape[0] for x in batches} == {lesson.BATCH} and len({x.shape[1] for x in batches}) > 1
     mine = lesson.build(lesson.HIDDEN, 42, attention).to(dtype)
@@ -219,17 +223,18 @@ def test_training_with_the_fast_paths_is_the_plain_loop(lesson, attention, dtype
     theirs = lesson.build(lesson.HIDDEN, 42, attention).to(dtype)
     optimizer = torch.optim.Adam(theirs.parameters(), lr=lesson.LR, fused=False, foreach=False)
     schedule = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: 1 - done / len(batches))
-    plain = []
+    plain, norms = [], []
     for x in batches:
         y_in = torch.cat([torch.full((len(x), 1), lesson.START), x[:, :-1]], dim=1)
         scores, _ = lesson.translate(theirs, x, y_in, fast=False)  # the page's loop, step by step
         loss = F.cross_entropy(scores.reshape(-1, lesson.DIGITS), x.reshape(-1))
         optimizer.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(theirs.parameters(), lesson.CLIP)
+        norms.append(torch.nn.utils.clip_grad_norm_(theirs.parameters(), lesson.CLIP).item())
         optimizer.step()
         schedule.step()
         plain.append(loss.item())
+    assert max(norms) > lesson.CLIP  # clipping acted
     assert losses == pytest.approx(plain, abs=losses_within)
     for (name, p), q in zip(mine.named_parameters(), theirs.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=weights_within, msg=name)
@@ -603,16 +608,23 @@ def test_a_model_without_the_strain_turns_the_detail_verdict(lesson):
                         "10, +0.000\n")
 
 
-def test_the_detail_lines_count_each_model_on_its_own_rows(lesson):
+@pytest.mark.parametrize("look_back", ["all", "last"])
+def test_the_detail_lines_count_each_model_on_its_own_rows(lesson, look_back):
     """The fixed-context shares and gap are the fixed-context model's, the compared gap the
-    attention model's, each on the rows of few digits less the rows of all 10; the verdict
-    says what was measured, and what it does not isolate."""
+    attention model's (looking back as the run's --look-back says), each on the rows of few
+    digits less the rows of all 10; the verdict says what was measured, and what it does not
+    isolate."""
     models = {name: small_model(lesson, attention, seed=1)[0].float() for name, attention in lesson.MODELS}
     _, x = small_model(lesson, attention=False)
     few = x % 2  # rows of the digits 0 and 1
-    out, got = shown(lesson, lesson.show_detail, models, few, x, "all")
-    right = {(name, kind): lesson.copied(lesson.translate(models[name], rows, None)[0], rows)
-             for name, _ in lesson.MODELS for kind, rows in (("few", few), ("all", x))}
+    out, got = shown(lesson, lesson.show_detail, models, few, x, look_back)
+
+    def shares(look):
+        return {(name, kind): lesson.copied(lesson.translate(models[name], rows, None, look)[0], rows)
+                for name, _ in lesson.MODELS for kind, rows in (("few", few), ("all", x))}
+
+    right, other = shares(look_back), shares({"all": "last", "last": "all"}[look_back])
+    assert right["attention", "few"] != other["attention", "few"]  # the look-back shows in the attention model's
     assert got["rows of 2 digits: share of digits copied right"][1] == right["fixed-context", "few"]
     assert got["rows of all 10 digits: share of digits copied right"][1] == right["fixed-context", "all"]
     attention_gap = right["attention", "few"] - right["attention", "all"]
@@ -762,7 +774,7 @@ def short_rows_promise(result, default):
     below 0.60"."""
     records = records_of(result)
     return (records[SHARE.format("fixed-context", "long")]["value"] >= 0.60
-            and records["fixed-context strained, not broken"]["outcome"] == UPHOLDS)
+            and "fixed-context strained, not broken" in records)  # (recorded only where it holds)
 
 
 def wide_promise(result, default):
