@@ -131,7 +131,8 @@ class Blit:
 def add_live(parser, what, training=False):
     """The --live flag, its help saying when the window opens and what it lets you try (a
     training's window opens as the training starts)."""
-    when = "open a window as the training starts, to" if training else "after the printed lines, open a window to try it:"
+    when = ("open a window as the training starts, to" if training
+            else "after the printed lines, open a window to try it:")
     parser.add_argument("--live", action="store_true", help=f"{when} {what} (needs a display)")
 
 

@@ -763,7 +763,7 @@ def test_each_try_it_line_does_what_its_words_say(ht, runs):
     # "the same verdicts (the two heads may swap roles)"
     assert words["--seed", "7"].endswith("the same verdicts (the two heads may swap roles)")
     default, other = runs[DEFAULT], tries["--seed", "7"]
-    assert [r["value"] for r in other.records] != [r["value"] for r in default.records]  # its own weights, its own numbers
+    assert [r["value"] for r in other.records] != [r["value"] for r in default.records]  # its own numbers
     claims = [r["name"] for r in default.records if "shown" not in r]
     assert [outcomes["--seed", "7"][name] for name in claims] == [UPHOLDS] * len(CHECKS)
     assert [v.rsplit(": ", 1)[1] for v in verdicts(other.stdout)] == \
