@@ -11,8 +11,6 @@ them)."""
 import contextlib
 import io
 import math
-import re
-from pathlib import Path
 
 from common import blocks
 from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS, collected
@@ -507,30 +505,6 @@ def test_the_layer_1_table_is_the_trained_models_weights(cd, trained):
     assert record["outcome"] == NOT_TESTED and record["threshold"] is None
     assert record["value"] == most and record["shown"] == f"{most:.2f}"
     assert "over seeds 0-9" not in out.getvalue()  # the range over seeds is the NOTES', not this run's
-
-
-NOTES = Path(__file__).resolve().parents[1] / "week1" / "NOTES.md"
-
-
-def test_the_notes_layer_1_spread_is_what_the_seeds_give(cd):
-    """The NOTES' measurement behind the layer-1 line's words ("changes with the seed"): the most
-    one layer-1 head puts on "tired" at "it", in the page's sentence, seed by seed (0-9 and 42),
-    and the range those give, re-measured (11 trainings, about 4 s)."""
-    text = NOTES.read_text(encoding="utf-8")
-    section = " ".join(text[text.index("## 15 context decides"):text.index("## 16 ")].split())
-    listed = re.search(r"puts on \"tired\" \(this run's own is printed, not judged\): seed ((?:\d+ [\d.]+, )+)so "
-                       r"([\d.]+) to ([\d.]+)", section)
-    assert listed, "week1/NOTES.md, section 15 lists the most on \"tired\" seed by seed"
-    noted = {int(seed): value for seed, value in re.findall(r"(\d+) ([\d.]+),", listed.group(1))}
-    assert list(noted) == [*range(10), 42]
-    words = cd.encode(cd.sentence_words(*cd.PAGE, "tired"))[None]
-    most = {}
-    for seed in noted:
-        model = cd.train(seed, cd.make_data(seed, cd.STEPS))
-        with torch.no_grad():
-            most[seed] = f"{model(words)[1][0, :, cd.IT_AT, cd.ADJECTIVE_AT].max().item():.2f}"
-    assert most == noted
-    assert (min(most.values(), key=float), max(most.values(), key=float)) == listed.groups()[1:]
 
 
 # ---------------------------------------------------------------- the runs
