@@ -59,6 +59,71 @@ BETAS = (0.9, 0.9999)  # Adam's: a long memory of the squared gradients, so its 
 ADAM_EPS = 1e-6  # Adam's eps (torch's: 1e-8); both: week2/NOTES.md, section 12
 
 
+# ---------------------------------------------------------------- the data: strings of digits
+
+HELD_OUT = 200  # held-out strings, never in any training batch
+HELD_OUT_SEED = 12345  # their own generator, the same for every --seed and --steps
+LONGER_SEED = 54321  # the generator of the strings of LONGER digits
+MAX_STEPS = 800  # the most --steps allows (twice the default)
+UNSEEN_IN = 2000  # batches of the training stream no held-out string occurs in: more than --steps allows
+
+
+def draw_strings(rng, n):
+    """n strings of digits: their lengths L [n, 1], uniform in 1..MAX_LEN, and MAX_LEN digits
+    each [n, MAX_LEN], uniform in 0..9, of which the first L are used."""
+    return rng.integers(1, MAX_LEN + 1, size=(n, 1)), rng.integers(0, 10, size=(n, MAX_LEN))
+
+
+def make_pairs(lengths, digits, task, width=T):
+    """(source, target) token ids of drawn strings, each [n, width]: source x_1..x_L </s> <pad>...,
+    target the same digits reversed (or copied), then </s> <pad>..."""
+    tokens = np.full((len(digits), width), PAD)
+    tokens[:, : digits.shape[1]] = digits + 3  # [n, width]: token ids
+    pos = np.arange(width)  # position in the string, 0-based
+    # target position t holds source digit L - 1 - t (reverse) or t (copy)
+    read_from = np.clip(lengths - 1 - pos, 0, width - 1) if task == "reverse" else np.broadcast_to(pos, tokens.shape)
+    target = np.take_along_axis(tokens, read_from, axis=1)
+
+    def finish(row_digits):
+        return np.where(pos < lengths, row_digits, np.where(pos == lengths, EOS, PAD))
+
+    return finish(tokens), finish(target)
+
+
+def string_keys(lengths, digits):
+    """One integer per string, to compare strings fast: its digits read in base 11 (a digit d
+    as d + 1, the places after its end as 0)."""
+    present = np.arange(digits.shape[1]) < lengths  # [n, n_digits]
+    return np.where(present, digits + 1, 0) @ (11 ** np.arange(digits.shape[1]))
+
+
+def training_and_held_out(seed, steps, task):
+    """The training stream, one fresh batch per step ([steps, BATCH, T] x 2; --steps 100 is
+    the first 100 batches of the default run), and the held-out pairs ([HELD_OUT, T] x 2):
+    the first HELD_OUT strings from their own generator that never occur in the first UNSEEN_IN
+    batches of the stream (more than --steps allows), so they are the same whatever --steps is."""
+    rng = np.random.default_rng(seed)
+    drawn = [draw_strings(rng, BATCH) for _ in range(UNSEEN_IN)]  # batch by batch, as training reads them
+    lengths, digits = (np.concatenate(part) for part in zip(*drawn, strict=True))  # [UNSEEN_IN * BATCH, ...]
+    src, tgt = make_pairs(lengths[: steps * BATCH], digits[: steps * BATCH], task)
+    candidates = draw_strings(np.random.default_rng(HELD_OUT_SEED), 20 * HELD_OUT)
+    unseen = ~np.isin(string_keys(*candidates), string_keys(lengths, digits), kind="table")
+    held = [torch.from_numpy(a[unseen][:HELD_OUT]) for a in make_pairs(*candidates, task)]
+    return (*(torch.from_numpy(a).view(steps, BATCH, T) for a in (src, tgt)), held)
+
+
+def longer_strings(task):
+    """HELD_OUT strings of LONGER digits, none of them in training (no training string is that
+    long), as (source, target) [HELD_OUT, LONGER + 1] x 2, from their own generator."""
+    digits = np.random.default_rng(LONGER_SEED).integers(0, 10, size=(HELD_OUT, LONGER))
+    return [torch.from_numpy(a) for a in make_pairs(np.full((HELD_OUT, 1), LONGER), digits, task, LONGER + 1)]
+
+
+def words(tokens):
+    """Token ids -> '8 1 7 2 </s>' (padding left out)."""
+    return " ".join(TOKENS[t] for t in tokens.tolist() if t != PAD)
+
+
 # ---------------------------------------------------------------- the model: section 8's data flow
 
 def embedded(model, tokens):
@@ -310,71 +375,6 @@ def attention_against_torch(model, src, tgt, causal=True):
         out, weights = theirs(x_q, x_kv, x_kv, attn_mask=hidden, average_attn_weights=False)
         worst = max(worst, (mine - out).abs().max().item(), (A - weights).abs().max().item())
     return worst
-
-
-# ---------------------------------------------------------------- the data: strings of digits
-
-HELD_OUT = 200  # held-out strings, never in any training batch
-HELD_OUT_SEED = 12345  # their own generator, the same for every --seed and --steps
-LONGER_SEED = 54321  # the generator of the strings of LONGER digits
-MAX_STEPS = 800  # the most --steps allows (twice the default)
-UNSEEN_IN = 2000  # batches of the training stream no held-out string occurs in: more than --steps allows
-
-
-def draw_strings(rng, n):
-    """n strings of digits: their lengths L [n, 1], uniform in 1..MAX_LEN, and MAX_LEN digits
-    each [n, MAX_LEN], uniform in 0..9, of which the first L are used."""
-    return rng.integers(1, MAX_LEN + 1, size=(n, 1)), rng.integers(0, 10, size=(n, MAX_LEN))
-
-
-def make_pairs(lengths, digits, task, width=T):
-    """(source, target) token ids of drawn strings, each [n, width]: source x_1..x_L </s> <pad>...,
-    target the same digits reversed (or copied), then </s> <pad>..."""
-    tokens = np.full((len(digits), width), PAD)
-    tokens[:, : digits.shape[1]] = digits + 3  # [n, width]: token ids
-    pos = np.arange(width)  # position in the string, 0-based
-    # target position t holds source digit L - 1 - t (reverse) or t (copy)
-    read_from = np.clip(lengths - 1 - pos, 0, width - 1) if task == "reverse" else np.broadcast_to(pos, tokens.shape)
-    target = np.take_along_axis(tokens, read_from, axis=1)
-
-    def finish(row_digits):
-        return np.where(pos < lengths, row_digits, np.where(pos == lengths, EOS, PAD))
-
-    return finish(tokens), finish(target)
-
-
-def string_keys(lengths, digits):
-    """One integer per string, to compare strings fast: its digits read in base 11 (a digit d
-    as d + 1, the places after its end as 0)."""
-    present = np.arange(digits.shape[1]) < lengths  # [n, n_digits]
-    return np.where(present, digits + 1, 0) @ (11 ** np.arange(digits.shape[1]))
-
-
-def training_and_held_out(seed, steps, task):
-    """The training stream, one fresh batch per step ([steps, BATCH, T] x 2; --steps 100 is
-    the first 100 batches of the default run), and the held-out pairs ([HELD_OUT, T] x 2):
-    the first HELD_OUT strings from their own generator that never occur in the first UNSEEN_IN
-    batches of the stream (more than --steps allows), so they are the same whatever --steps is."""
-    rng = np.random.default_rng(seed)
-    drawn = [draw_strings(rng, BATCH) for _ in range(UNSEEN_IN)]  # batch by batch, as training reads them
-    lengths, digits = (np.concatenate(part) for part in zip(*drawn, strict=True))  # [UNSEEN_IN * BATCH, ...]
-    src, tgt = make_pairs(lengths[: steps * BATCH], digits[: steps * BATCH], task)
-    candidates = draw_strings(np.random.default_rng(HELD_OUT_SEED), 20 * HELD_OUT)
-    unseen = ~np.isin(string_keys(*candidates), string_keys(lengths, digits), kind="table")
-    held = [torch.from_numpy(a[unseen][:HELD_OUT]) for a in make_pairs(*candidates, task)]
-    return (*(torch.from_numpy(a).view(steps, BATCH, T) for a in (src, tgt)), held)
-
-
-def longer_strings(task):
-    """HELD_OUT strings of LONGER digits, none of them in training (no training string is that
-    long), as (source, target) [HELD_OUT, LONGER + 1] x 2, from their own generator."""
-    digits = np.random.default_rng(LONGER_SEED).integers(0, 10, size=(HELD_OUT, LONGER))
-    return [torch.from_numpy(a) for a in make_pairs(np.full((HELD_OUT, 1), LONGER), digits, task, LONGER + 1)]
-
-
-def words(tokens):
-    """Token ids -> '8 1 7 2 </s>' (padding left out)."""
-    return " ".join(TOKENS[t] for t in tokens.tolist() if t != PAD)
 
 
 # ---------------------------------------------------------------- the lesson: its story, each part naming its section
