@@ -5,6 +5,11 @@ import common.live as live
 
 import numpy as np
 
+# The same views, quicker to build (the window tests and the notebook tests): fewer draws, a
+# shorter training; what a move redraws does not depend on how long the model trained.
+QUICKER = {"week1/02_dot_product_variance": ("--pairs", "2000"), "week1/15_context_decides": ("--steps", "10"),
+           "week1/16_heads_take_roles": ("--steps", "20")}
+
 
 def pixels(fig):
     """The figure's canvas as it holds it now, [height, width, RGBA]."""

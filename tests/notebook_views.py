@@ -21,9 +21,6 @@ from PIL import Image  # (matplotlib's own dependency)
 from tests import drawing
 from tests.conftest import SCRATCH, load_script
 
-# Lessons run shorter here than at their defaults (the same view, quicker to build).
-SHORTER = {"week1/02_dot_product_variance": ("--pairs", "2000"), "week1/15_context_decides": ("--steps", "10")}
-
 
 @contextlib.contextmanager
 def in_a_kernel(monkeypatch, backend="agg"):
@@ -53,7 +50,7 @@ def handed(name):
     live.kernel = lambda: object()  # (--live needs no window in a notebook)
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            module.main([*SHORTER.get(name, ()), "--live"])
+            module.main([*drawing.QUICKER.get(name, ()), "--live"])
     finally:
         live.kernel = saved_kernel
         if saved_root is None:

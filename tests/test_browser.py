@@ -50,7 +50,8 @@ from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
 
-from tests.notebook_views import SHORTER, drawn_plainly, let_go, open_view  # noqa: E402
+from tests.drawing import QUICKER  # noqa: E402
+from tests.notebook_views import drawn_plainly, let_go, open_view  # noqa: E402
 
 LIVE_CELL = {"week1": "week1/11_softmax_saturation", "week2": "week2/01_causal_mask", "eli5": "week1/07_eli5_one_block"}
 SCREENSHOTS = run_all.ROOT / "build" / "screenshots"
@@ -219,7 +220,7 @@ def test_a_page_notebooks_view_follows_a_drag_and_an_arrow_key(lab, page, monkey
     first slider a third of its track away, then an arrow key, each move the picture, which
     then says what the lesson's own view says at the values the sliders show."""
     name, path = LIVE_CELL[page], f"notebooks/{generate.PAGES[page][0]}"
-    assert name not in SHORTER  # (the view is opened here at the cell's own settings)
+    assert name not in QUICKER  # (the view is opened here at the cell's own settings)
     panel = set_up(lab, path)
     cell = lab.cell(panel, f"%run {name}.py --live")
     lab.run(path, cell)

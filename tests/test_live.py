@@ -27,7 +27,7 @@ import pytest
 
 import run_all
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, lesson_run, load_script
-from tests.drawing import drawn_plainly, pixels
+from tests.drawing import QUICKER, drawn_plainly, pixels
 
 LIVE = [name for name in SCRIPTS if LESSONS[name].live]
 TRAININGS = [name for name in LIVE if LESSONS[name].training]
@@ -151,9 +151,6 @@ def moves(view):
                 yield name, lambda w=widget, i=i: w.set_active(i)
 
 
-SMALLER = {"week1/02_dot_product_variance": ("--pairs", "2000")}  # the same window, quicker to build
-
-
 @pytest.mark.parametrize("name", SLIDERS)
 def test_a_move_redraws_only_what_it_changed_and_shows_what_a_full_draw_shows(name):
     """No move draws the whole figure (each redraws its layers of moving artists on the
@@ -161,7 +158,7 @@ def test_a_move_redraws_only_what_it_changed_and_shows_what_a_full_draw_shows(na
     the picture matplotlib draws of the figure without blitting, pixel for pixel: nothing a
     move changed was left in the background, and nothing moving covers what a full draw
     puts over it (an axes' frame, a zero line)."""
-    view = window(name, *SMALLER.get(name, ()))[0]
+    view = window(name, *QUICKER.get(name, ()))[0]
     view.fig.canvas.draw()
     count = full_draws(view.fig)
     for control, move in [("nothing (as it opens)", lambda: None), *moves(view)]:

@@ -39,12 +39,12 @@ def test_a_terminal_sees_the_count_in_place_then_a_clean_line():
 
 @pytest.mark.skipif(sys.platform == "win32", reason="a pseudo-terminal needs POSIX")
 def test_a_training_lesson_shows_progress_on_a_terminal_and_prints_the_same_lines(tmp_path):
-    """week1/16 (about a second of training) with its stderr on a pseudo-terminal."""
+    """week1/15 (the quickest training: about a second) with its stderr on a pseudo-terminal."""
     env = {**os.environ, **run_all.FIXED_ENV, "LESSONS_OUTPUT_ROOT": str(tmp_path), RECORDS: "1"}
-    code, out, seen = run_on_a_terminal([sys.executable, str(SCRIPTS["week1/16_heads_take_roles"])], tmp_path, env)
+    code, out, seen = run_on_a_terminal([sys.executable, str(SCRIPTS["week1/15_context_decides"])], tmp_path, env)
     assert code == 0
     assert b"training step" in seen
     assert re.search(rb"\r {10,}\r$", seen), seen[-200:]  # the last thing written wipes the line
-    golden = run_all.golden_path("week1/16_heads_take_roles").read_text(encoding="utf-8")
+    golden = run_all.golden_path("week1/15_context_decides").read_text(encoding="utf-8")
     compared, problems = run_all.banded(*run_all.split_records(out))  # its trained numbers read as their bands
     assert not problems and run_all.outputs_match(golden, compared)
