@@ -128,8 +128,17 @@ def words(tokens):
 
 def embedded(model, tokens):
     """Steps 1 and 3: each token's embedding times sqrt(d_model), plus its position tag PE(p)."""
-    # * sqrt(d), the paper's: the embedding's small numbers (about 1/sqrt(d)) then match the tags' size (-1 to 1)
+    # * sqrt(d), the paper's (the page leaves it out): the embedding starts small (xavier-uniform, build_model(),
+    # about 1/sqrt(d)); scaled, it has about the tags' size (-1 to 1)
     return model.embed(tokens) * math.sqrt(D_MODEL) + PE[: tokens.shape[1]]  # [B, T, d]
+
+
+def shift_right(target):
+    """Step 3, section 1: labels [y_1, ..., y_T] -> the decoder's input [<s>, y_1, ..., y_(T-1)],
+    [B, T]. In a short string's row the </s> shifts into a padded slot and becomes <pad> there
+    (the decoder never reads </s> as an input): labels 3 0 </s> <pad> -> input <s> 3 0 <pad>."""
+    shifted = torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
+    return shifted.masked_fill(shifted == EOS, PAD)
 
 
 def decoder_input(model, dec_in, without=None):
@@ -176,7 +185,7 @@ class Transformer(nn.Module):
         """Every target position at once, training's pass (teacher forcing + the mask): the scores
         [B, T, V] (step 5: a softmax makes them next-word probabilities) and the cross-attention."""
         z, A = self.decode(dec_in, self.encode(src, fast), src, causal, fast=fast)  # [B, T, d], [B, h, T, S]
-        return self.out(z), A  # [B, T, V]: step 5's linear layer; its softmax: next_word_probabilities()
+        return self.out(z), A  # [B, T, V]: step 5's linear layer (its softmax: inside the loss, log_softmax)
 
 
 def build_model(seed):
@@ -187,14 +196,6 @@ def build_model(seed):
         if p.dim() > 1:
             nn.init.xavier_uniform_(p)
     return model
-
-
-def shift_right(target):
-    """Section 1: labels [y_1, ..., y_T] -> the decoder's input [<s>, y_1, ..., y_(T-1)], [B, T].
-    A short string's row ends in </s> and then <pad>: shifted, its </s> lands in a padded
-    slot, where it becomes <pad> too (the decoder never reads </s> as an input)."""
-    shifted = torch.cat([torch.full_like(target[:, :1], BOS), target[:, :-1]], dim=1)
-    return shifted.masked_fill(shifted == EOS, PAD)
 
 
 # ---------------------------------------------------------------- training (section 7)
@@ -231,9 +232,9 @@ def train(seed, sources, targets, causal, held, window=None):
     optimizer = torch.optim.Adam(model.parameters(), betas=BETAS, eps=ADAM_EPS, fused=True)
     losses, early = [], None
     with Progress("training step", len(sources)) as progress:
-        for step, (src, tgt) in enumerate(zip(sources, targets, strict=True), start=1):  # [B, T] each
+        for step, (src, tgt) in enumerate(zip(sources, targets, strict=True), start=1):  # [B, T]: source, labels
             # fast: torch's fused attention (F.scaled_dot_product_attention): the plain formula's
-            # numbers, quicker, and no weights kept
+            # numbers (a test holds the two equal), quicker, and no weights kept
             scores, _ = model(src, shift_right(tgt), causal, fast=True)  # [B, T, V], teacher-forced
             loss = smoothed_loss(scores, tgt)
             optimizer.param_groups[0]["lr"] = learning_rate(step)  # the warm-up schedule
