@@ -607,9 +607,9 @@ def test_no_mask_flips_the_mask_verdict(runs):
     """The cheat's measured picture (week2/NOTES.md, section 12): perfect with the gold prefix, 0/200 alone."""
     masked, cheat = lines_of(runs[DEFAULT_RUNS[NAME]]), lines_of(runs[NO_MASK])
     assert runs[NO_MASK].returncode == 0 and runs[NO_MASK].stderr == ""  # (its figure built, not saved)
-    verdict = [line for line in masked if line.startswith("Verdict:")][-1]  # the mask's, the last
+    verdict = [line for line in masked if line.startswith("Verdict:")][0]  # the mask's, the first (section 2)
     assert verdict == "Verdict: as the page says: with the future hidden, training teaches what generation needs"
-    flipped = [line for line in cheat if line.startswith("Verdict:")][-1]
+    flipped = [line for line in cheat if line.startswith("Verdict:")][0]
     assert "as the page says: without the mask, position t read its answer from input t + 1" in flipped
     # a model that writes nothing alone cannot be judged on its decoder's inputs or on longer strings
     assert [line for line in cheat if line.startswith("Verdict: not tested: the model writes only 0 of the 200")]

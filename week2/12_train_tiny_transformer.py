@@ -11,11 +11,11 @@ Page: Week 2, sections 1 to 8, above all section 8 "The full Transformer data fl
     trained on q_i = (1 - eps)[i = y] + eps / V with lr(s) = c d^-0.5 min(s^-0.5, s w^-1.5)  (section 7)
 
 The task: reverse a string of digits (2 7 1 8 -> 8 1 7 2), so target word t reads source word
-L - 1 - t. Prints a training pair, the loss against its label-smoothing floor, exposure bias,
-the held-out strings decoded, the output layer, one string decoded step by step, the decoder's
-own inputs taken away, strings one digit longer than any trained, the cross-attention, what the
-causal mask changes: each trained number beside the band its claim needs, and a verdict on
-each claim; saves a figure.
+L - 1 - t. Prints a training pair, the loss against its label-smoothing floor, then in the
+page's order: exposure bias, what the causal mask changes, the cross-attention, the output
+layer, strings one digit longer than any trained, the held-out strings decoded, one step by
+step, the decoder's own inputs taken away: each trained number beside the band its claim
+needs, and a verdict on each claim; saves a figure.
 Setup (the page trains nothing): common/blocks.py's layers, one of each (the paper: six), d_model 32, 4 heads;
 torch.optim.Adam for 400 steps of 128 fresh pairs of 1 to 6 digits. Notes: week2/NOTES.md, section 12.
 """
@@ -378,7 +378,7 @@ def attention_against_torch(model, src, tgt, causal=True):
     return worst
 
 
-# ---------------------------------------------------------------- the lesson: its story, each part naming its section
+# ---------------------------------------------------------------- the lesson: after training, in the page's order
 
 FALLEN = 1.2  # the mean loss of steps 81-100 has fallen below this
 NEAR_FLOOR = 0.01  # the mean loss of the last 20 steps is this close to the floor
@@ -392,10 +392,10 @@ FEW = 0.5  # taking a piece away, or strings one digit longer: fewer than this s
 
 
 def lesson(args):
-    """The task and the model; the training (section 7) and exposure bias (section 1); the
-    held-out strings decoded (section 8), the output layer (section 4), the decoder's own
-    inputs (section 8) and longer strings (section 5); the cross-attention (section 3); the
-    mask (section 2)."""
+    """The task and the model; the training (section 7); then the trained model, in the page's
+    order: exposure bias (section 1), the mask (section 2), the cross-attention (section 3), the
+    output layer (section 4), longer strings (section 5), and section 8's held-out strings
+    decoded, one step by step, and the decoder's own inputs."""
     torch.set_num_threads(1)  # tiny matrices: a second thread only waits
     task, causal, steps = args.task, not args.no_mask, args.steps
     sources, targets, (held_src, held_tgt) = training_and_held_out(args.seed, steps, task)
@@ -406,13 +406,13 @@ def lesson(args):
     final = evaluate(model, held_src, held_tgt, causal)
     show_loss(losses)
     show_exposure(early)
-    show_trained(final, steps)
+    show_mask(model, final, held_src, held_tgt, causal)
+    maps, mean_map, full = show_cross_attention(model, final, held_src, held_tgt, task, causal)
     show_output_layer(model, held_src, held_tgt, causal)
+    show_longer(model, final, task, causal)
+    show_trained(final, steps)
     example = show_decoded(model, held_src, causal)
     show_decoder_inputs(model, final, held_src, held_tgt, causal)
-    show_longer(model, final, task, causal)
-    maps, mean_map, full = show_cross_attention(model, final, held_src, held_tgt, task, causal)
-    show_mask(model, final, held_src, held_tgt, causal)
     figure_data = (maps[example].numpy(), mean_map.numpy(), held_src[example], held_tgt[example],
                    int(full.sum()), task)
     print(save_figure(plot(*figure_data), figure_path(args, FIGURE)))
@@ -493,7 +493,7 @@ def show_exposure(early):
 
 
 def show_trained(final, steps):
-    print(f"\nafter {steps} steps:")
+    print(f"\nthe whole data flow (section 8), after {steps} steps, writing each string on its own:")
     exact = f"{final['exact']}/{HELD_OUT}"
     print(f"held-out strings decoded exactly: {exact} (all {HELD_OUT})")
     record("held-out strings decoded exactly", final["exact"] == HELD_OUT, value=final["exact"],
