@@ -218,6 +218,20 @@ def outputs():
     return _Outputs()
 
 
+@pytest.fixture
+def adams_made(monkeypatch):
+    """Every torch.optim.Adam built while the test runs (a training's optimizer, to read its settings)."""
+    made = []
+
+    class Seen(torch.optim.Adam):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    monkeypatch.setattr(torch.optim, "Adam", Seen)
+    return made
+
+
 @pytest.fixture(autouse=True)
 def keep_torch_threads():
     """Some lessons set torch to one thread; every test gives the test process its setting back."""

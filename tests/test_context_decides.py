@@ -173,19 +173,11 @@ def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
     assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
-def test_its_optimizer_is_torchs_adam(cd, monkeypatch):
+def test_its_optimizer_is_torchs_adam(cd, adams_made):
     """The training's update is torch.optim.Adam's (lr 0.01, its default betas and eps), over
     every weight of the model, one step a batch."""
-    made = []
-
-    class Seen(torch.optim.Adam):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(torch.optim, "Adam", Seen)
     model = cd.train(0, cd.make_data(0, 3))
-    (optimizer,) = made
+    (optimizer,) = adams_made
     assert optimizer.defaults["lr"] == cd.LR and optimizer.defaults["betas"] == (0.9, 0.999)
     weights = [p for group in optimizer.param_groups for p in group["params"]]
     assert [id(p) for p in weights] == [id(p) for p in model.parameters()]

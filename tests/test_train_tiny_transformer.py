@@ -181,21 +181,13 @@ def test_fast_attention_is_the_plain_formula_at_the_lessons_sizes(tt):
             torch.testing.assert_close(p, q, rtol=1e-4, atol=2e-6)
 
 
-def test_the_training_line_prints_the_adam_settings_training_uses(tt, monkeypatch):
+def test_the_training_line_prints_the_adam_settings_training_uses(tt, adams_made):
     """The run prints Adam's betas and eps on its training line (neither the paper's 0.98 and
     1e-9 nor torch's 0.999 and 1e-8: week2/NOTES.md, section 12), and they are the ones train()
     hands torch.optim.Adam."""
-    made = []
-
-    class Seen(torch.optim.Adam):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            made.append(self)
-
-    monkeypatch.setattr(torch.optim, "Adam", Seen)
     sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
     tt.train(0, sources[:1], targets[:1], True, held)
-    (optimizer,) = made
+    (optimizer,) = adams_made
     betas, eps = optimizer.defaults["betas"], optimizer.defaults["eps"]
     assert (betas, eps) not in (((0.9, 0.98), 1e-9), ((0.9, 0.999), 1e-8))
     out, _ = recorded(tt.show_setup, 0, tt.STEPS, True)
