@@ -30,7 +30,7 @@ from common.blocks import DecoderLayer, EncoderLayer, causal_mask, padding_mask,
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, show
-from common.printing import n_params
+from common.printing import n_params, yes
 from common.progress import Progress
 from common.records import record, said
 
@@ -65,7 +65,8 @@ HELD_OUT = 200  # held-out strings, never in any training batch
 HELD_OUT_SEED = 12345  # their own generator, the same for every --seed and --steps
 LONGER_SEED = 54321  # the generator of the strings of LONGER digits
 MAX_STEPS = 800  # the most --steps allows (twice the default)
-UNSEEN_IN = 2000  # batches of the training stream no held-out string occurs in: more than --steps allows
+UNSEEN_IN = 2000  # batches of the stream no held-out string occurs in: at least MAX_STEPS; 2,000 keeps the
+# held-out set the NOTES measured (when --steps went up to 2,000)
 
 
 def draw_strings(rng, n):
@@ -250,7 +251,7 @@ def train(seed, sources, targets, causal, held, window=None):
     return model, losses, early
 
 
-# ---------------------------------------------------------------- generation and evaluation (section 8)
+# ---------------------------------------------------------------- generation (section 8) and the measurements
 
 @torch.inference_mode()
 def generate(model, src, causal=True, without=None):
@@ -360,10 +361,11 @@ def attention_against_torch(model, src, tgt, causal=True):
     dec_in = shift_right(tgt)
     memory = model.encode(src)  # [N, S, d]
     x_src, x_dec = embedded(model, src), embedded(model, dec_in)  # [N, S, d], [N, T, d]
-    future = causal_mask(T) if causal else torch.zeros(T, T, dtype=torch.bool)
+    self_mask = padding_mask(dec_in, PAD) | (causal_mask(T) if causal else False)  # [N, 1, T, T]
+    z1 = model.decoder.ln1(x_dec + model.decoder.self_attn(x_dec, mask=self_mask)[0])  # the cross-attention's queries
     blocks = [(model.encoder.self_attn, x_src, x_src, padding_mask(src, PAD)),  # [N, 1, 1, S]
-              (model.decoder.self_attn, x_dec, x_dec, padding_mask(dec_in, PAD) | future),  # [N, 1, T, T]
-              (model.decoder.cross_attn, x_dec, memory, padding_mask(src, PAD))]  # [N, 1, 1, S]
+              (model.decoder.self_attn, x_dec, x_dec, self_mask),
+              (model.decoder.cross_attn, z1, memory, padding_mask(src, PAD))]  # [N, 1, 1, S]
     worst = 0.0
     for block, x_q, x_kv, mask in blocks:
         mine, A = block(x_q, x_kv, mask)  # [N, T_q, d], [N, h, T_q, T_k]
@@ -492,165 +494,6 @@ def show_exposure(early):
     print("  (one wrong guess becomes a wrong input for every later step)")
 
 
-def show_trained(final, steps):
-    print(f"\nthe whole data flow (section 8), after {steps} steps, writing each string on its own:")
-    exact = f"{final['exact']}/{HELD_OUT}"
-    print(f"held-out strings decoded exactly: {exact} (all {HELD_OUT})")
-    record("held-out strings decoded exactly", final["exact"] == HELD_OUT, value=final["exact"],
-           threshold=f"all {HELD_OUT}", shown=exact)
-
-
-def show_output_layer(model, held_src, held_tgt, causal):
-    """Section 4 and section 8, step 5: a linear layer to [B, T, V], then a softmax."""
-    print("\nthe output layer (section 4; section 8, step 5), on the held-out strings with the gold prefix:")
-    with torch.inference_mode():
-        z, _ = model.decode(shift_right(held_tgt), model.encode(held_src), held_src, causal)  # [B, T, d]
-        scores = model.out(z)  # [B, T, V]
-        p = next_word_probabilities(scores)  # [B, T, V]
-    print(f"  decoder output [B, T, d] = {list(z.shape)} -> a linear layer -> scores [B, T, V] = {list(scores.shape)}")
-    gap = (p.double().sum(-1) - 1).abs().max().item()  # (added up in float64: only the softmax's rounding left)
-    print(f"  softmax of each position's {scores.shape[-1]} scores: probabilities; every row sums to 1, the farthest\n"
-          f"    off by {gap:.2g} (every row within {ONE:g} of 1)")
-    record("every softmax row sums to 1", gap <= ONE, value=gap, threshold=f"every row within {ONE:g} of 1",
-           shown=f"{gap:.2g}")
-
-
-def next_word_probabilities(scores):
-    """softmax over the V scores of each position (section 8, step 5): [B, T, V]."""
-    return torch.softmax(scores, dim=-1)
-
-
-def show_decoded(model, held_src, causal):
-    """One held-out string decoded step by step (section 8). Returns its index."""
-    example = int(((held_src > EOS).sum(1) == MAX_LEN).nonzero()[0, 0])  # the first of full length
-    written, _ = generate(model, held_src[example:example + 1], causal)
-    print(f"\none held-out string, decoded step by step (section 8): source {words(held_src[example])}")
-    for t in range(written.shape[1]):
-        so_far = words(torch.cat([torch.tensor([BOS]), written[0, :t]]))
-        print(f"  step {t + 1}: input so far {so_far:<16} -> next {TOKENS[written[0, t]]}")
-        if written[0, t] == EOS:
-            break
-    return example
-
-
-def show_decoder_inputs(model, final, held_src, held_tgt, causal):
-    """Section 8's Mistakes: the decoder gets position tags too, and has token embeddings. Each
-    taken away from the trained model's decoder, the held-out strings are written again."""
-    print("\nthe decoder's own inputs (section 8, step 3): it embeds its input tokens and adds position tags,")
-    print("as the encoder does. Taken away from the trained decoder, held-out strings written right:")
-    learned = final["exact"] >= LEARNED * HELD_OUT
-    trained = f"{final['exact']}/{HELD_OUT}"
-    gate = f"at least {LEARNED:.0%}, needed to judge the lines below"
-    print(f"  as trained: {trained} ({gate})")
-    record("the decoder's inputs: strings right as trained", True if learned else None, value=final["exact"],
-           threshold=gate, shown=trained)
-    without = {}
-    for piece, taken_away in (("position tags", "without the decoder's position tags"),
-                              ("token embeddings", "every decoder token embedding replaced by one vector "
-                                                   "(their average)")):
-        without[piece] = written_right(model, held_src, held_tgt, causal, without=piece)
-        right = f"{without[piece]}/{HELD_OUT}"
-        print(f"  {taken_away}: {right} " + (f"(fewer than {FEW:.0%})" if learned else "(not tested)"))
-        record(f"the decoder's inputs: strings right without its {piece}",
-               without[piece] < FEW * HELD_OUT if learned else None, value=without[piece],
-               threshold=f"fewer than {FEW:.0%}" if learned else None, shown=right,
-               why=None if learned else "not tested: the model has not learned the strings as trained")
-    holds, saying = inputs_verdict(final["exact"], without)
-    print(f"Verdict: {saying}")
-    record("the decoder uses its own position tags and token embeddings", holds,
-           value=f"as trained {final['exact']}, without tags {without['position tags']}, without token embeddings "
-           f"{without['token embeddings']}", threshold=f"as trained at least {LEARNED:.0%} right; without either, "
-           f"fewer than {FEW:.0%}")
-
-
-def inputs_verdict(trained, without):
-    """(holds, words): does the trained decoder need its own position tags and token embeddings?
-    trained: held-out strings right as trained; without: {piece: right without it}."""
-    if trained < LEARNED * HELD_OUT:
-        return None, f"not tested: the model writes only {trained} of the {HELD_OUT} strings right as trained"
-    lost = [piece for piece, right in without.items() if right < FEW * HELD_OUT]
-    if len(lost) == len(without):
-        return True, (f"{said(True)}: the decoder has its own position tags and token embeddings, and without\n"
-                      f"  either it writes fewer than {FEW:.0%} of the strings right")
-    kept = " and ".join(piece for piece in without if piece not in lost)
-    return False, f"{said(False)}: the decoder writes {FEW:.0%} or more of the strings right without its {kept}"
-
-
-def show_longer(model, final, task, causal):
-    """Section 5's Mistakes: tags exist for unseen positions; whether the model uses them well is empirical."""
-    src, tgt = longer_strings(task)
-    longer = written_right(model, src, tgt, causal)
-    print("\npositions beyond training (section 5): PE(p) can be computed for any position p; does the model")
-    print(f"use the tags well there? Trained on 1 to {MAX_LEN} digits, target position {MAX_LEN} (from 0) only ever "
-          f"wrote </s>\nand position {MAX_LEN + 1} never wrote anything.")
-    learned = final["exact"] >= LEARNED * HELD_OUT
-    trained = f"{final['exact']}/{HELD_OUT}"
-    gate = f"at least {LEARNED:.0%}, needed to judge the longer strings"
-    print(f"  held-out strings of 1 to {MAX_LEN} digits written right: {trained} ({gate})")
-    record(f"strings of 1 to {MAX_LEN} digits right, to judge longer ones", True if learned else None,
-           value=final["exact"], threshold=gate, shown=trained)
-    right, judged = f"{longer}/{HELD_OUT}", learned and longer < FEW * HELD_OUT  # (the verdict below says why not)
-    print(f"  {HELD_OUT} strings of {LONGER} digits (rows of {src.shape[1]} tokens), written right: {right} "
-          + (f"(fewer than {FEW:.0%})" if judged else "(not tested)"))
-    record(f"strings of {LONGER} digits right", True if judged else None, value=longer,
-           threshold=f"fewer than {FEW:.0%}" if judged else None, shown=right,
-           why=None if judged else "not tested: see the verdict on strings longer than any trained")
-    holds, saying = longer_verdict(final["exact"], longer)
-    print(f"Verdict: {saying}")
-    record("strings longer than any trained", holds,
-           value=f"trained lengths {final['exact']}, {LONGER} digits {longer}",
-           threshold=f"trained lengths at least {LEARNED:.0%} right, {LONGER} digits fewer than {FEW:.0%}")
-
-
-def longer_verdict(trained, longer):
-    """(holds, words): the page's "whether the model uses them well is empirical", measured."""
-    if trained < LEARNED * HELD_OUT:
-        return None, f"not tested: the model writes only {trained} of the {HELD_OUT} strings of trained lengths right"
-    if longer >= FEW * HELD_OUT:
-        return None, (f"not tested: this model wrote {FEW:.0%} or more of the {LONGER}-digit strings right, so it "
-                      "shows no failure\n  (the page: whether it does is empirical)")
-    return True, (f"{said(True)}: the tags exist for the unseen positions, yet fewer than {FEW:.0%} of the\n"
-                  f"  {LONGER}-digit strings come out right: extrapolation is not guaranteed, it is measured")
-
-
-def show_cross_attention(model, final, held_src, held_tgt, task, causal):
-    """Where the decoder reads (section 3): each row on its mirror, and the attention against torch's.
-    Returns the maps [N, T, S], their average over the full-length strings [T, S], and which those are."""
-    print(f"\ncross-attention (section 3), averaged over the {HEADS} heads, with the gold prefix (as in training):")
-    maps = cross_attention_maps(model, held_src, held_tgt, causal)  # [N, T, S]
-    lengths = (held_src > EOS).sum(1)
-    share = share_on_mirror(maps, lengths, task)
-    what = "mirror L-1-t" if task == "reverse" else "same position t"
-    if task == "reverse":
-        print("  (row t writes the digit read at source position L-1-t, its mirror; L = the string's length)")
-    print(f"  held-out rows whose largest weight is on the {what}: {share:.1%} (at least {ON_MIRROR:.0%} of the rows)")
-    record(f"held-out rows whose largest cross-attention weight is on the {what}", share >= ON_MIRROR, value=share,
-           threshold=f"at least {ON_MIRROR:.0%} of the rows", shown=f"{share:.1%}")
-    full = lengths == MAX_LEN
-    mean_map = maps[full].mean(0)  # [T, S] over the full-length strings
-    top2 = mean_map[:MAX_LEN].topk(2, dim=-1)
-    peaks, lead = top2.indices[:, 0], (top2.values[:, 0] - top2.values[:, 1]).min().item()
-    print(f"  averaged over the {int(full.sum())} held-out strings of length {MAX_LEN}, rows t = 0..{MAX_LEN - 1}\n"
-          f"    look most at source positions {' '.join(map(str, peaks.tolist()))}")
-    on_mirror = bool((peaks == mirror(MAX_LEN, task)).all())
-    print(f"  every row on the {what}: {'yes' if on_mirror else 'no'}" + (
-        "" if causal or not on_mirror else (f" (with the gold input in view, which also holds the answer: alone it "
-                                            f"wrote {final['exact']}/{HELD_OUT} right)")))
-    record(f"the averaged map: every row on the {what}", on_mirror,
-           value=f"peaks {' '.join(map(str, peaks.tolist()))}, lead {lead:.3f}",
-           threshold=f"each row's largest weight on the {what}")
-    print(f"    (the smallest lead of a row's largest weight over its second: {lead:.3f})")
-    record("the averaged map: the smallest lead of a row's largest weight", None, value=lead, shown=f"{lead:.3f}",
-           why="shown, not judged: the claim is where each row's largest weight is")
-    print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand (common/blocks.py), against torch's")
-    print("  nn.MultiheadAttention with the same weights: all three attention blocks on the held-out")
-    print("  pairs, outputs and weights (float64):")
-    gap = attention_against_torch(model, held_src, held_tgt, causal)
-    print(f"max |by hand - torch|={gap:.8f}")
-    record("attention by hand is torch's", gap <= AGREE, value=gap, threshold=f"at most {AGREE:g}")
-    return maps, mean_map, full
-
-
 def show_mask(model, final, held_src, held_tgt, causal):
     """The causal mask (section 2): what training teaches with the answer key in view, written alone."""
     print("\nthe causal mask (section 2): does what it learned with the answer key in view carry over to")
@@ -720,6 +563,166 @@ def mask_verdict(causal, evaluation, same):
         return True, (f"{said(True)}: without the mask, position t read its answer from input t + 1, which does "
                       "not exist yet while generating")
     return False, f"{said(False)}: without the mask it still learned to write on its own"
+
+
+def show_cross_attention(model, final, held_src, held_tgt, task, causal):
+    """Where the decoder reads (section 3): each row on its mirror, and the attention against torch's.
+    Returns the maps [N, T, S], their average over the full-length strings [T, S], and which those are."""
+    print(f"\ncross-attention (section 3), averaged over the {HEADS} heads, with the gold prefix (as in training):")
+    maps = cross_attention_maps(model, held_src, held_tgt, causal)  # [N, T, S]
+    lengths = (held_src > EOS).sum(1)
+    share = share_on_mirror(maps, lengths, task)
+    what = "mirror L-1-t" if task == "reverse" else "same position t"
+    if task == "reverse":
+        print("  (row t writes the digit read at source position L-1-t, its mirror; L = the string's length)")
+    print(f"  held-out rows whose largest weight is on the {what}: {share:.1%} (at least {ON_MIRROR:.0%} of the rows)")
+    record(f"held-out rows whose largest cross-attention weight is on the {what}", share >= ON_MIRROR, value=share,
+           threshold=f"at least {ON_MIRROR:.0%} of the rows", shown=f"{share:.1%}")
+    full = lengths == MAX_LEN
+    mean_map = maps[full].mean(0)  # [T, S] over the full-length strings
+    top2 = mean_map[:MAX_LEN].topk(2, dim=-1)
+    peaks, lead = top2.indices[:, 0], (top2.values[:, 0] - top2.values[:, 1]).min().item()
+    print(f"  averaged over the {int(full.sum())} held-out strings of length {MAX_LEN}, rows t = 0..{MAX_LEN - 1}\n"
+          f"    look most at source positions {' '.join(map(str, peaks.tolist()))}")
+    on_mirror = bool((peaks == mirror(MAX_LEN, task)).all())
+    print(f"  every row on the {what}: {yes(on_mirror)}" + (
+        "" if causal or not on_mirror else (f" (with the gold input in view, which also holds the answer: alone it "
+                                            f"wrote {final['exact']}/{HELD_OUT} right)")))
+    record(f"the averaged map: every row on the {what}", on_mirror,
+           value=f"peaks {' '.join(map(str, peaks.tolist()))}, lead {lead:.3f}",
+           threshold=f"each row's largest weight on the {what}")
+    print(f"    (the smallest lead of a row's largest weight over its second: {lead:.3f})")
+    record("the averaged map: the smallest lead of a row's largest weight", None, value=lead, shown=f"{lead:.3f}",
+           why="shown, not judged: the claim is where each row's largest weight is")
+    print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand (common/blocks.py), against torch's")
+    print("  nn.MultiheadAttention with the same weights: all three attention blocks on the held-out")
+    print("  pairs, outputs and weights (float64):")
+    gap = attention_against_torch(model, held_src, held_tgt, causal)
+    print(f"max |by hand - torch|={gap:.8f}")
+    record("attention by hand is torch's", gap <= AGREE, value=gap, threshold=f"at most {AGREE:g}")
+    return maps, mean_map, full
+
+
+def show_output_layer(model, held_src, held_tgt, causal):
+    """Section 4 and section 8, step 5: a linear layer to [B, T, V], then a softmax."""
+    print("\nthe output layer (section 4; section 8, step 5), on the held-out strings with the gold prefix:")
+    with torch.inference_mode():
+        z, _ = model.decode(shift_right(held_tgt), model.encode(held_src), held_src, causal)  # [B, T, d]
+        scores = model.out(z)  # [B, T, V]
+        p = next_word_probabilities(scores)  # [B, T, V]
+    print(f"  decoder output [B, T, d] = {list(z.shape)} -> a linear layer -> scores [B, T, V] = {list(scores.shape)}")
+    gap = (p.double().sum(-1) - 1).abs().max().item()  # (added up in float64: only the softmax's rounding left)
+    print(f"  softmax of each position's {scores.shape[-1]} scores: probabilities; every row sums to 1, the farthest\n"
+          f"    off by {gap:.2g} (every row within {ONE:g} of 1)")
+    record("every softmax row sums to 1", gap <= ONE, value=gap, threshold=f"every row within {ONE:g} of 1",
+           shown=f"{gap:.2g}")
+
+
+def next_word_probabilities(scores):
+    """softmax over the V scores of each position (section 8, step 5): [B, T, V]."""
+    return torch.softmax(scores, dim=-1)
+
+
+def show_longer(model, final, task, causal):
+    """Section 5's Mistakes: tags exist for unseen positions; whether the model uses them well is empirical."""
+    src, tgt = longer_strings(task)
+    longer = written_right(model, src, tgt, causal)
+    print("\npositions beyond training (section 5): PE(p) can be computed for any position p; does the model")
+    print(f"use the tags well there? Trained on 1 to {MAX_LEN} digits, target position {MAX_LEN} (from 0) only ever "
+          f"wrote </s>\nand position {MAX_LEN + 1} never wrote anything.")
+    learned = final["exact"] >= LEARNED * HELD_OUT
+    trained = f"{final['exact']}/{HELD_OUT}"
+    gate = f"at least {LEARNED:.0%}, needed to judge the longer strings"
+    print(f"  held-out strings of 1 to {MAX_LEN} digits written right: {trained} ({gate})")
+    record(f"strings of 1 to {MAX_LEN} digits right, to judge longer ones", True if learned else None,
+           value=final["exact"], threshold=gate, shown=trained)
+    right, judged = f"{longer}/{HELD_OUT}", learned and longer < FEW * HELD_OUT  # (the verdict below says why not)
+    print(f"  {HELD_OUT} strings of {LONGER} digits (rows of {src.shape[1]} tokens), written right: {right} "
+          + (f"(fewer than {FEW:.0%})" if judged else "(not tested)"))
+    record(f"strings of {LONGER} digits right", True if judged else None, value=longer,
+           threshold=f"fewer than {FEW:.0%}" if judged else None, shown=right,
+           why=None if judged else "not tested: see the verdict on strings longer than any trained")
+    holds, saying = longer_verdict(final["exact"], longer)
+    print(f"Verdict: {saying}")
+    record("strings longer than any trained", holds,
+           value=f"trained lengths {final['exact']}, {LONGER} digits {longer}",
+           threshold=f"trained lengths at least {LEARNED:.0%} right, {LONGER} digits fewer than {FEW:.0%}")
+
+
+def longer_verdict(trained, longer):
+    """(holds, words): the page's "whether the model uses them well is empirical", measured."""
+    if trained < LEARNED * HELD_OUT:
+        return None, f"not tested: the model writes only {trained} of the {HELD_OUT} strings of trained lengths right"
+    if longer >= FEW * HELD_OUT:
+        return None, (f"not tested: this model wrote {FEW:.0%} or more of the {LONGER}-digit strings right, so it "
+                      "shows no failure\n  (the page: whether it does is empirical)")
+    return True, (f"{said(True)}: the tags exist for the unseen positions, yet fewer than {FEW:.0%} of the\n"
+                  f"  {LONGER}-digit strings come out right: extrapolation is not guaranteed, it is measured")
+
+
+def show_trained(final, steps):
+    """Section 8's whole flow: the held-out strings, each written alone by greedy decoding."""
+    print(f"\nthe whole data flow (section 8), after {steps} steps, writing each string on its own:")
+    exact = f"{final['exact']}/{HELD_OUT}"
+    print(f"held-out strings decoded exactly: {exact} (all {HELD_OUT})")
+    record("held-out strings decoded exactly", final["exact"] == HELD_OUT, value=final["exact"],
+           threshold=f"all {HELD_OUT}", shown=exact)
+
+
+def show_decoded(model, held_src, causal):
+    """One held-out string decoded step by step (section 8). Returns its index."""
+    example = int(((held_src > EOS).sum(1) == MAX_LEN).nonzero()[0, 0])  # the first of full length
+    written, _ = generate(model, held_src[example:example + 1], causal)
+    print(f"\none held-out string, decoded step by step (section 8): source {words(held_src[example])}")
+    for t in range(written.shape[1]):
+        so_far = words(torch.cat([torch.tensor([BOS]), written[0, :t]]))
+        print(f"  step {t + 1}: input so far {so_far:<16} -> next {TOKENS[written[0, t]]}")
+        if written[0, t] == EOS:
+            break
+    return example
+
+
+def show_decoder_inputs(model, final, held_src, held_tgt, causal):
+    """Section 8's Mistakes: the decoder gets position tags too, and has token embeddings. Each
+    taken away from the trained model's decoder, the held-out strings are written again."""
+    print("\nthe decoder's own inputs (section 8, step 3): it embeds its input tokens and adds position tags,")
+    print("as the encoder does. Taken away from the trained decoder, held-out strings written right:")
+    learned = final["exact"] >= LEARNED * HELD_OUT
+    trained = f"{final['exact']}/{HELD_OUT}"
+    gate = f"at least {LEARNED:.0%}, needed to judge the lines below"
+    print(f"  as trained: {trained} ({gate})")
+    record("the decoder's inputs: strings right as trained", True if learned else None, value=final["exact"],
+           threshold=gate, shown=trained)
+    without = {}
+    for piece, taken_away in (("position tags", "without the decoder's position tags"),
+                              ("token embeddings", "every decoder token embedding replaced by one vector "
+                                                   "(their average)")):
+        without[piece] = written_right(model, held_src, held_tgt, causal, without=piece)
+        right = f"{without[piece]}/{HELD_OUT}"
+        print(f"  {taken_away}: {right} " + (f"(fewer than {FEW:.0%})" if learned else "(not tested)"))
+        record(f"the decoder's inputs: strings right without its {piece}",
+               without[piece] < FEW * HELD_OUT if learned else None, value=without[piece],
+               threshold=f"fewer than {FEW:.0%}" if learned else None, shown=right,
+               why=None if learned else "not tested: the model has not learned the strings as trained")
+    holds, saying = inputs_verdict(final["exact"], without)
+    print(f"Verdict: {saying}")
+    record("the decoder uses its own position tags and token embeddings", holds,
+           value=f"as trained {final['exact']}, without tags {without['position tags']}, without token embeddings "
+           f"{without['token embeddings']}", threshold=f"as trained at least {LEARNED:.0%} right; without either, "
+           f"fewer than {FEW:.0%}")
+
+
+def inputs_verdict(trained, without):
+    """(holds, words): does the trained decoder need its own position tags and token embeddings?
+    trained: held-out strings right as trained; without: {piece: right without it}."""
+    if trained < LEARNED * HELD_OUT:
+        return None, f"not tested: the model writes only {trained} of the {HELD_OUT} strings right as trained"
+    lost = [piece for piece, right in without.items() if right < FEW * HELD_OUT]
+    if len(lost) == len(without):
+        return True, (f"{said(True)}: the decoder has its own position tags and token embeddings, and without\n"
+                      f"  either it writes fewer than {FEW:.0%} of the strings right")
+    kept = " and ".join(piece for piece in without if piece not in lost)
+    return False, f"{said(False)}: the decoder writes {FEW:.0%} or more of the strings right without its {kept}"
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live view
