@@ -35,6 +35,7 @@ PUSHED = 0.99  # the plain model's median confidence above this: its probabiliti
 SETTLED = 0.2  # the smoothed model's score gap settles: it moves less than this over the training's second half
 GROWING = 0.4  # the plain model's score gap keeps growing: by more than this over the second half
 RIGHT = 0.95  # both classifiers must get this share right: smoothing must not cost the answers
+CLASSES, STEPS, TESTED = 4, 300, 1000  # the trained classifier: its classes, training steps and fresh test points
 DEFAULT_LOGITS = [0.6, 0.1, 1.8, 0.5]  # chosen to print the page's loss 0.66827178 (NOTES.md, section 05)
 
 def smoothed_target(V, gold, epsilon, dtype=torch.float32):
@@ -121,10 +122,10 @@ def lesson(args):
     over_confidence(epsilon, args.seed)
 
 
-def train_classifier(epsilon, seed, steps=300, n_words=4, d=8, batch=64, lr=0.1):
+def train_classifier(epsilon, seed, steps=STEPS, n_words=CLASSES, d=8, batch=64, lr=0.1):
     """A linear classifier (scores x W + b) trained by gradient descent (torch.optim.SGD) on
     torch's label-smoothed cross-entropy, for points scattered around one centre per class.
-    Returns, on 1,000 fresh points: its median largest probability, how much the median gap
+    Returns, on TESTED fresh points: its median largest probability, how much the median gap
     between each point's two largest scores grew from the middle of the training to its end,
     and its share right."""
     g = torch.Generator().manual_seed(seed)
@@ -146,9 +147,9 @@ def train_classifier(epsilon, seed, steps=300, n_words=4, d=8, batch=64, lr=0.1)
         if step == steps // 2:
             W_half, b_half = W.detach().clone(), b.detach().clone()
     with torch.no_grad():
-        x, y = points(1000)
-        z = x @ W + b  # [1000, n_words]
-        p = torch.softmax(z, dim=-1)  # [1000, n_words]
+        x, y = points(TESTED)
+        z = x @ W + b  # [TESTED, n_words]
+        p = torch.softmax(z, dim=-1)  # [TESTED, n_words]
         growth = top_two_gap(z) - top_two_gap(x @ W_half + b_half)
     return p.max(-1).values.median().item(), growth, (p.argmax(-1) == y).double().mean().item()
 
@@ -166,11 +167,11 @@ def over_confidence(epsilon, seed):
     the band it is judged by. Over-confidence is measured as the page describes it: a one-hot
     target pushes the probabilities toward 1, and its scores keep growing."""
     (sure, settles, right), (plain, grows, plain_right) = train_classifier(epsilon, seed), train_classifier(0.0, seed)
-    cap = 1 - epsilon + epsilon / 4  # the smoothed target's gold share
+    cap = smoothed_target(CLASSES, 0, epsilon, torch.float64)[0].item()  # the smoothed target's gold share
     smoothing = epsilon > 0  # else nothing is smoothed: no contrast to judge
     why = None if smoothing else "epsilon 0: nothing smoothed"
-    print(f"trained: a small classifier, 4 classes, 300 steps, with epsilon={epsilon:g} and without smoothing\n"
-          "tested on 1,000 new points:")
+    print(f"trained: a small classifier, {CLASSES} classes, {STEPS} steps, with epsilon={epsilon:g} and without "
+          f"smoothing\ntested on {TESTED:,} new points:")
     near = f"within {NEAR:g} of its target's gold share {cap:.3f}"
     shown = f"{sure:.3f}"
     print(f"  median largest probability with smoothing {shown} " + (
@@ -182,7 +183,7 @@ def over_confidence(epsilon, seed):
     print(f"  median largest probability without        {shown} (above {PUSHED:g}), pushed toward 1")
     record("without smoothing, the probabilities are pushed toward 1", plain > PUSHED, value=plain,
            threshold=f"above {PUSHED:g}", shown=shown)
-    print("  growth of the median gap between the two largest scores, step 150 to 300:")
+    print(f"  growth of the median gap between the two largest scores, step {STEPS // 2} to {STEPS}:")
     shown = f"{settles:.3f}"
     print(f"    with smoothing {shown} " + (f"(less than {SETTLED:g} either way), it settles" if smoothing else
                                           "(epsilon 0: nothing smoothed, no contrast)"))
