@@ -32,6 +32,7 @@ from common.blocks import MultiHeadAttention, attention, split_heads
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, show
+from common.printing import n_params
 from common.progress import Progress
 from common.records import record, said
 
@@ -379,7 +380,7 @@ def show_data(data, labels):
 
 
 def show_model(args):
-    n_weights = sum(p.numel() for p in build_model(args.seed).parameters())
+    n_weights = n_params(build_model(args.seed))
     print(f"\nmodel: two attention layers and nothing else (no feed-forward network); {n_weights:,} numbers to learn")
     print(f"  every word is a row of {D_MODEL} numbers (d_model = {D_MODEL}): its word's vector plus its place's")
     print(f"  layer 1 ({HEADS_1} heads): every word looks at every word, so the adjective after \"it\" can reach it")

@@ -14,7 +14,8 @@ two blanks: (a) the word just before me, (b) the first noun so far. Prints the a
 against torch's; the blanks filled right at held-out words; where each head looks and a
 verdict on each role; what knocking out each head breaks, and a verdict on the blend; the
 example sentence row by row; the same training with one head and with four, a verdict on each
-(each number a claim judges beside its band, the rest bare); saves a figure.
+(each number with a band of its own printed beside it; a head's shares bare, judged by its
+role's records); saves a figure.
 Setup (the page trains nothing): one layer of causal self-attention, 2 heads, d_model 32, no
 FFN or LayerNorm; 200 steps of torch.optim.Adam, its rate falling linearly to 0, on 64 fresh
 sentences each. Notes: week1/NOTES.md, section 16.
@@ -31,6 +32,7 @@ from common.blocks import attention, causal_mask, join_heads, sinusoidal_pe, spl
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, show
+from common.printing import n_params
 from common.progress import Progress
 from common.records import record, said
 
@@ -399,7 +401,7 @@ KNOCK_RULE = f"its role's blank {BROKEN}, the other {FILLED}"
 
 def lesson(args):
     """The task, the model, its training; the heads' roles, the blend, and the example sentence."""
-    torch.set_num_threads(1)  # tiny matrices: a second thread only waits; and the check runs two scripts at once
+    torch.set_num_threads(1)  # tiny matrices: a second thread only waits
     heads, task = args.heads, args.task
     stream, held = training_and_held_out(args.seed, args.steps)
     seen = seen_in_training(held, stream)
@@ -485,7 +487,7 @@ def show_model(args):
     print("  each head: softmax(Q K^T / sqrt(d_k) + causal mask) V, with its own slice of Q, K and V")
     print("  out = concat(heads) W_O, added to the word's own vector; then one read-out per blank")
     print(f"  no FFN, no LayerNorm: only the part of the block the claim is about; "
-          f"{sum(p.numel() for p in build_model(args.seed, heads).parameters()):,} learnable numbers")
+          f"{n_params(build_model(args.seed, heads)):,} learnable numbers")
     print(f"training: {args.steps} steps of {BATCH} fresh sentences, Adam, learning rate {LR} falling to 0,\n"
           f"  from random weights (seed {args.seed})")
 
