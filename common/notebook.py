@@ -100,7 +100,7 @@ def is_slider(widget):
 def control_for(name, widget):
     """The ipywidgets control that stands in for one of matplotlib's widgets, at its value. A
     slider's number is shown beside it as the window shows it (its valtext: a lesson may
-    write there what its position means, d_k = 64 at position 2)."""
+    write there what its position means: week1/02's d_k = 64 at position 6)."""
     import ipywidgets
 
     if not is_slider(widget):  # RadioButtons

@@ -61,7 +61,7 @@ ORDER = ["worked examples", "mistakes"]  # after the numbered sections
 
 SETUP = '''# Set-up: run this cell first. In a clone of the project the lessons are found above this
 # notebook; opened on its own (Colab) it clones them. It installs only what this kernel lacks,
-# never torch (a notebook image has its own; the README says how to install one).
+# never torch (a notebook image has its own; MAINTAINING.md ("Setting up, in detail") says how).
 import importlib.util
 import os
 import subprocess
@@ -87,7 +87,8 @@ else:
         print(f"installing {{', '.join(missing)}} ...")
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
     if importlib.util.find_spec("torch") is None:
-        print("This kernel has no torch: install it (the README's set-up), then restart the kernel.", file=sys.stderr)
+        print("This kernel has no torch: install it (see MAINTAINING.md, 'Setting up, in detail'), then restart "
+              "the kernel.", file=sys.stderr)
     if "google.colab" in sys.modules:
         from google.colab import output
         output.enable_custom_widget_manager()  # ipywidgets 8 controls, should the image have them
