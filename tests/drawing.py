@@ -1,9 +1,18 @@
-"""What a live view shows, and what matplotlib's own full draw of its figure shows: the two
-pictures the window tests (tests/test_live.py) and the notebook tests (tests/test_notebook_views.py,
-tests/test_browser.py) compare."""
+"""A lesson's live view as its run with --live builds it, what the view shows, and what
+matplotlib's own full draw of its figure shows: the two pictures the window tests
+(tests/test_live.py) and the notebook tests (tests/test_notebook_views.py, tests/test_browser.py)
+compare."""
+import contextlib
+import functools
+import io
+import os
+
 import common.live as live
+from common import OUTPUT_ROOT
 
 import numpy as np
+
+from tests.conftest import SCRATCH, load_script
 
 # The same views, quicker to build (the window tests and the notebook tests): fewer draws, a
 # shorter training; what a move redraws does not depend on how long the model trained.
@@ -41,3 +50,39 @@ def drawn_plainly(view):
         blit.layers = layers
         if refresh is not None:
             del manager.refresh_all
+
+
+@functools.cache
+def run_live(name, *argv):
+    """The lesson's main() run here with --live and argv (no window opens: show() and the
+    display check are replaced, figures go under the scratch folder). Returns its module,
+    what it printed, what it handed show() (the build function and its arguments) and the
+    TrainingWindows it made, each with the state it last watched (.last)."""
+    module = load_script(name)
+    handed, windows = [], []
+
+    class Watched(live.TrainingWindow):
+        def __init__(self, *args):
+            super().__init__(*args)
+            windows.append(self)
+
+        def watch(self, *state, last=False):
+            self.last = state
+            super().watch(*state, last=last)
+
+    module.show = lambda build, *args: handed.append((build, args))
+    module.TrainingWindow = Watched
+    saved = os.environ.get(OUTPUT_ROOT), live.need_window
+    os.environ[OUTPUT_ROOT] = str(SCRATCH / "live_runs")
+    live.need_window = lambda parser, saves=False: None  # (Lesson.args asks common.live whether a window can open)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            module.main([*argv, "--live"])
+    finally:
+        live.need_window = saved[1]
+        if saved[0] is None:
+            del os.environ[OUTPUT_ROOT]
+        else:
+            os.environ[OUTPUT_ROOT] = saved[0]
+    (build, args), = handed
+    return module, out.getvalue(), build, args, windows

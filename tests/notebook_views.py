@@ -3,15 +3,12 @@
 """
 import base64
 import contextlib
-import functools
 import html
 import io
-import os
 import re
 
 import common.live as live
 import common.notebook as notebook
-from common import OUTPUT_ROOT
 from common.figures import plt
 
 import ipywidgets
@@ -19,7 +16,6 @@ import numpy as np
 from PIL import Image  # (matplotlib's own dependency)
 
 from tests import drawing
-from tests.conftest import SCRATCH, load_script
 
 
 @contextlib.contextmanager
@@ -38,27 +34,10 @@ def in_a_kernel(monkeypatch, backend="agg"):
         plt.switch_backend(before)
 
 
-@functools.cache
 def handed(name):
     """What the lesson's main() hands show() in a run with --live: its build function and its
     arguments (the run's figure saved under the scratch folder)."""
-    module = load_script(name)
-    calls = []
-    module.show = lambda build, *args: calls.append((build, args))
-    saved_root, saved_kernel = os.environ.get(OUTPUT_ROOT), live.kernel
-    os.environ[OUTPUT_ROOT] = str(SCRATCH / "nb")
-    live.kernel = lambda: object()  # (--live needs no window in a notebook)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()):
-            module.main([*drawing.QUICKER.get(name, ()), "--live"])
-    finally:
-        live.kernel = saved_kernel
-        if saved_root is None:
-            del os.environ[OUTPUT_ROOT]
-        else:
-            os.environ[OUTPUT_ROOT] = saved_root
-    (build, args), = calls
-    return build, args
+    return drawing.run_live(name, *drawing.QUICKER.get(name, ()))[2:4]
 
 
 def open_view(monkeypatch, name, backend="agg"):

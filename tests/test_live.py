@@ -10,11 +10,7 @@ function for that setting, so a window that stopped redrawing, drew something el
 handed something else (an untrained model, a flag ignored) fails. A window redraws only what
 a move changed (common/live.py's Blit): what it shows after any moves is what a full draw of
 the figure shows, pixel for pixel; so the tests read the drawn artists' data."""
-import contextlib
-import functools
-import io
 import math
-import os
 import re
 import sys
 
@@ -27,7 +23,7 @@ import pytest
 
 import run_all
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, lesson_run, load_script
-from tests.drawing import QUICKER, drawn_plainly, pixels
+from tests.drawing import QUICKER, drawn_plainly, pixels, run_live
 
 LIVE = [name for name in SCRIPTS if LESSONS[name].live]
 TRAININGS = [name for name in LIVE if LESSONS[name].training]
@@ -44,42 +40,6 @@ def printed(monkeypatch, capsys, name, *argv):
     """What the lesson prints for these arguments (its main() run in-process, no window)."""
     load_script(name).main(list(argv))
     return capsys.readouterr().out
-
-
-@functools.cache
-def run_live(name, *argv):
-    """The lesson's main() run here with --live and argv (no window opens: show() and the
-    display check are replaced, figures go under the scratch folder). Returns its module,
-    what it printed, what it handed show() (the build function and its arguments) and the
-    TrainingWindows it made, each with the state it last watched (.last)."""
-    module = load_script(name)
-    handed, windows = [], []
-
-    class Watched(live.TrainingWindow):
-        def __init__(self, *args):
-            super().__init__(*args)
-            windows.append(self)
-
-        def watch(self, *state, last=False):
-            self.last = state
-            super().watch(*state, last=last)
-
-    module.show = lambda build, *args: handed.append((build, args))
-    module.TrainingWindow = Watched
-    saved = os.environ.get(OUTPUT_ROOT), live.need_window
-    os.environ[OUTPUT_ROOT] = str(SCRATCH / "live_runs")
-    live.need_window = lambda parser, saves=False: None  # (Lesson.args asks common.live whether a window can open)
-    try:
-        with contextlib.redirect_stdout(io.StringIO()) as out:
-            module.main([*argv, "--live"])
-    finally:
-        live.need_window = saved[1]
-        if saved[0] is None:
-            del os.environ[OUTPUT_ROOT]
-        else:
-            os.environ[OUTPUT_ROOT] = saved[0]
-    (build, args), = handed
-    return module, out.getvalue(), build, args, windows
 
 
 def window(name, *argv):

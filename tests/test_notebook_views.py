@@ -134,7 +134,7 @@ def test_a_picture_not_redrawn_after_a_move_is_told_apart(monkeypatch):
 
 def test_a_slider_shows_the_number_the_window_writes_beside_it(monkeypatch):
     """week1/02's slider runs over the widths' places; beside it stands the width, as in the
-    window (position 2 is d_k = 64 at the defaults)."""
+    window: it opens at the run's last width, 256, and position 0 reads 1."""
     view, driven, _, stack = open_view(monkeypatch, "week1/02_dot_product_variance")
     with stack:
         slider = view.widgets["d_k"]

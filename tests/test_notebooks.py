@@ -27,6 +27,7 @@ import pytest
 import run_all
 from notebooks import generate
 from tests.conftest import LESSONS, SCRATCH
+from tests.drawing import QUICKER
 
 # (find_spec, not import: importing ipympl switches matplotlib to its backend, for every test after)
 MISSING = [tool for tool in ("nbclient", "nbformat", "ipykernel", "ipywidgets", "ipympl")
@@ -38,10 +39,10 @@ import nbformat  # noqa: E402
 
 NOTEBOOKS = {page: run_all.ROOT / "notebooks" / filename for page, (filename, _, _) in generate.PAGES.items()}
 RUN = re.compile(r"^%run (week\d/\d\d_\w+)\.py(.*)$")
-SHORTER = {"week1/09_bottleneck_experiment": "--steps 10", "week2/12_train_tiny_transformer": "--steps 50",
-           "week1/15_context_decides": "--steps 10", "week1/16_heads_take_roles": "--steps 20",
+SHORTER = {**{name: " ".join(argv) for name, argv in QUICKER.items()},
+           "week1/09_bottleneck_experiment": "--steps 10", "week2/12_train_tiny_transformer": "--steps 50",
            "week2/19_teacher_forcing_fast_and_stable": "--steps 10", "week1/17_unscaled_scores_stall": "--d-k 16",
-           "week2/18_deep_stacks_train": "--depth 2", "week1/02_dot_product_variance": "--pairs 2000"}
+           "week2/18_deep_stacks_train": "--depth 2"}
 OUT = SCRATCH / "notebook_runs"  # where the kernels' lessons save their figures (never the repo's)
 KERNEL_ENV = {**{k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")},
               **{k: v for k, v in run_all.FIXED_ENV.items() if k != "MPLBACKEND"},

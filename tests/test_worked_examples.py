@@ -140,6 +140,12 @@ def test_week1_about_twice_is_judged_by_its_band(capsys):
     assert "FFN / attention: computed 1.89; judged 1.9 to 2.1; DISAGREE" in capsys.readouterr().out
 
 
+def test_week1_judges_about_twice_by_week1_04s_band():
+    """week1/06 keeps a copy of week1/04's band for the page's "about twice" (lessons do not import
+    each other): the two are the same."""
+    assert W1.ABOUT_TWICE == load_script("week1/04_encoder_parameter_count").ABOUT_TWICE
+
+
 def test_week1_check_yourself_draws_week1_02s_numbers():
     """Check yourself 3 keeps a copy of week1/02's draws (lessons do not import each other):
     the same generator and order give the same scaled variances as week1/02's dot_products."""
