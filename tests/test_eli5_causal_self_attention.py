@@ -78,4 +78,4 @@ def test_leaving_out_a_head_zeroes_just_its_columns():
     for i in range(4):
         kept = concat.clone()
         kept[:, 2 * i:2 * i + 2] = 0  # the same as the head's outputs being 0
-        assert torch.allclose(module.without_head(W_O, concat, i, 4), W_O(kept), atol=1e-6)
+        assert torch.allclose(module.from_heads(W_O, concat, [j for j in range(4) if j != i], 4), W_O(kept), atol=1e-6)

@@ -628,7 +628,7 @@ def test_head_picker_draws_each_printed_head_and_the_blend():
         alone = [bar.get_height() for bar in bars[8:]]
         blended = [bar.get_height() for bar in bars[:8]]
         assert alone != blended
-        assert alone == module.head_alone(W_O, concat, i - 1, 4)[-1].tolist()  # this head's, not another's
+        assert alone == module.from_heads(W_O, concat, [i - 1], 4)[-1].tolist()  # this head's, not another's
         heads_alone.append(alone)
         head_weights = module.split_into_heads(q, k, v, 4, mask)[3][i - 1].detach().numpy()
         future = np.triu(np.ones((6, 6), dtype=bool), 1)

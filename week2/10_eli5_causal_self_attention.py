@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
-from common.blocks import attention, join_heads, split_heads
+from common.blocks import attention, causal_mask, join_heads, split_heads
 from common.cli import SEED, Lesson, int_range, knob
 from common.live import Blit, View, add_slider, show, whole_ticks
 from common.printing import vec
@@ -63,12 +63,14 @@ def split_into_heads(q, k, v, h, mask):
     return qh, kh, vh, head_weights, heads, concat
 
 
-def without_head(W_O, concat, i, h):
-    """What W_O makes of the heads with head i left out: its columns for head i's slice set to 0."""
+def from_heads(W_O, concat, kept, h):
+    """What W_O makes of the heads in `kept` only: its columns for every other head's slice set
+    to 0, as if those heads had written zeros."""
     width = concat.shape[1] // h
     with torch.no_grad():
-        keep = W_O.weight.clone()  # (d_model, d_model)
-        keep[:, i * width:(i + 1) * width] = 0
+        keep = torch.zeros_like(W_O.weight)  # (d_model, d_model)
+        for i in kept:
+            keep[:, i * width:(i + 1) * width] = W_O.weight[:, i * width:(i + 1) * width]
         return F.linear(concat, keep, W_O.bias)  # (seq, d_model)
 
 
@@ -82,7 +84,7 @@ def lesson(args):
     print("weights (row = token, column = the token it looks at):")
     for i in shown_rows(seq):
         print(f"  {vec(weights[i].detach(), shown=SHOWN)}" if i is not None else f"  ... {seq - SHOWN} more rows")
-    future_cells = torch.ones(seq, seq, dtype=torch.bool).triu(1)  # the future, built apart from the snippet's mask
+    future_cells = causal_mask(seq)  # (seq, seq): the future, built apart from the snippet's mask
     sums, future = weights.sum(-1), weights[future_cells].sum().item()  # (seq,); the weight on the future
     print(f"each row's sum: smallest {sums.min().item():.6f}, largest {sums.max().item():.6f}; "
           f"weight on future tokens: {future}")
@@ -110,7 +112,8 @@ def lesson(args):
 
     W_O = nn.Linear(d_model, d_model)  # blends the heads: every output number reads every head
     blended = W_O(concat)  # (seq, d_model)
-    changes = [not torch.allclose(blended, without_head(W_O, concat, i, h)) for i in range(h)]
+    others = [[j for j in range(h) if j != i] for i in range(h)]  # every head but head i
+    changes = [not torch.allclose(blended, from_heads(W_O, concat, others[i], h)) for i in range(h)]
     if h > 1:
         print(f"W_O blends the {h} heads into {list(blended.shape)}; leaving out one head at a time (its columns "
               f"of W_O set to 0),\n  the output changes for {sum(changes)} of the {h} heads")
@@ -131,15 +134,6 @@ def lesson(args):
 def shown_rows(n):
     """Which of n rows to print: all, or the first SHOWN - 1, a gap (None), and the last."""
     return list(range(n)) if n <= SHOWN else [*range(SHOWN - 1), None, n - 1]
-
-
-def head_alone(W_O, concat, i, h):
-    """What W_O makes of head i alone: its columns for every other head's slice set to 0."""
-    width = concat.shape[1] // h
-    with torch.no_grad():
-        keep = torch.zeros_like(W_O.weight)
-        keep[:, i * width:(i + 1) * width] = W_O.weight[:, i * width:(i + 1) * width]
-        return F.linear(concat, keep, W_O.bias)
 
 
 def live_view(seq, d_model, h, seed):
@@ -163,7 +157,7 @@ def live_view(seq, d_model, h, seed):
     out_ax.bar(np.arange(d_model) - 0.2, blended, width=0.4, color="tab:purple", label="W_O, all heads")
     alone_bars = out_ax.bar(np.arange(d_model) + 0.2, np.zeros(d_model), width=0.4, color="tab:orange",
                             label="W_O, one head alone")
-    reach = max(abs(blended).max(), *(head_alone(W_O, concat, i, h)[-1].abs().max().item() for i in range(h)))
+    reach = max(abs(blended).max(), *(from_heads(W_O, concat, [i], h)[-1].abs().max().item() for i in range(h)))
     out_ax.set(xlabel="output number", ylim=(-1.1 * reach, 1.6 * reach), title="the last token's new vector")
     whole_ticks(out_ax.xaxis, d_model)
     zero = out_ax.axhline(0, color="0.5", linewidth=0.8)
@@ -177,7 +171,7 @@ def live_view(seq, d_model, h, seed):
         w = head_weights[i].detach()
         image.set_data(w.masked_fill(mask, float("nan")).numpy())
         grid_ax.set_title(f"head {i + 1}, the last row's weights:\n{vec(w[-1], 2, shown=6)}")  # fits above the grid
-        for bar, height in zip(alone_bars, head_alone(W_O, concat, i, h)[-1].tolist(), strict=True):
+        for bar, height in zip(alone_bars, from_heads(W_O, concat, [i], h)[-1].tolist(), strict=True):
             bar.set_height(height)
         blit.update()
 
