@@ -73,13 +73,14 @@ def run(main):
     longer interrupts the interpreter's own shutdown. Exits with main()'s status.
     In a notebook kernel (`%run`): Interrupt ends it with `stopped`, and the kernel goes on; a
     usage error is its one line, as in a terminal (the kernel is not ended, and %run's note
-    "An exception has occurred" would add nothing to it)."""
+    "An exception has occurred" would add nothing to it). main()'s status is not raised there:
+    the lesson's printed lines and verdicts are what a notebook shows."""
     if kernel() is not None:
         try:
             main()
         except KeyboardInterrupt:
             print("stopped", file=sys.stderr)
-        except SystemExit:  # argparse's exit, its line printed: a usage error, or --help
+        except SystemExit:  # any exit: argparse's (a usage error, its line printed, or --help)
             pass
         finally:
             # After `%matplotlib`, %run draws pyplot's current figure if the script drew with
