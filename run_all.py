@@ -190,13 +190,11 @@ def banded(text, records):
     refused by name: a band printed beside a number may not say what the check does not.
     The padding around a band is compared as one space (unpadded())."""
     lines, problems = text.splitlines(keepends=True), []
-    starts, previous = [], 0  # where each record's lines begin: after the last record made at an earlier line
+    start = last = 0  # a record's lines: those printed since the last record made at an earlier line
     for r in records:
         at = min(r.get("at", len(lines)), len(lines))
-        if at > (starts[-1][1] if starts else 0):
-            previous = starts[-1][1] if starts else 0
-        starts.append((previous, at))
-    for r, (start, at) in zip(records, starts, strict=True):
+        if at > last:
+            start, last = last, at
         if "shown" not in r:
             continue
         threshold = r.get("threshold")
