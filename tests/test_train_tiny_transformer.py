@@ -194,10 +194,21 @@ def test_the_training_line_prints_the_adam_settings_training_uses(tt, adams_made
     assert f"training: 400 steps of 128 fresh pairs, Adam with betas=({betas[0]}, {betas[1]}), eps={eps:g} " in out
 
 
-def test_training_with_the_fast_paths_is_the_plain_loop(tt):
+# (dtype, losses within, weights within): in float64 the two loops are the same arithmetic; in
+# float32, the run's own, Adam's step g / sqrt(v) is about lr whatever the gradient's size, so where a
+# gradient is near 0 its float32 rounding moves the step (measured: 1.1e-5 in one of the 32 numbers of
+# a LayerNorm after six steps, every other weight within 1e-6), as in week1/09's test.
+PRECISION = [(torch.float64, 1e-12, 1e-10), (torch.float32, 1e-5, 1e-4)]
+
+
+@pytest.mark.parametrize("dtype, losses_within, weights_within", PRECISION)
+def test_training_with_the_fast_paths_is_the_plain_loop(tt, dtype, losses_within, weights_within, monkeypatch):
     """train() (fast attention, torch.optim.Adam with fused=True, the schedule set per step) over
     six steps of the lesson's batches against the ordinary loop written out with the plain
-    attention and the default Adam: the same losses and the same weights, to float32 rounding."""
+    attention and the default Adam: the same losses and the same weights, to float64 rounding
+    in float64 and to float32 rounding in float32 (the run's own)."""
+    built = tt.build_model
+    monkeypatch.setattr(tt, "build_model", lambda seed: built(seed).to(dtype))
     sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
     mine, losses, _ = tt.train(0, sources[:6], targets[:6], True, held)
     theirs = tt.build_model(0)
@@ -211,10 +222,11 @@ def test_training_with_the_fast_paths_is_the_plain_loop(tt):
         loss.backward()
         optimizer.step()
         plain_losses.append(loss.item())
-    assert losses == pytest.approx(plain_losses, abs=1e-5)
-    for p, q in zip(mine.parameters(), theirs.parameters(), strict=True):
-        torch.testing.assert_close(p, q, rtol=0, atol=1e-5)
-    assert not torch.equal(mine.out.weight, tt.build_model(0).out.weight)  # six steps moved the weights
+    assert losses == pytest.approx(plain_losses, abs=losses_within)
+    for (name, p), q in zip(mine.named_parameters(), theirs.parameters(), strict=True):
+        assert p.dtype == dtype
+        torch.testing.assert_close(p, q, rtol=0, atol=weights_within, msg=name)
+    assert (mine.out.weight - tt.build_model(0).out.weight).abs().max() > 5e-3  # six steps moved them (0.011)
 
 
 def copy_into_torch(block, mha):
