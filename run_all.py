@@ -819,13 +819,17 @@ def judge(name, result, path, args, root):
         return (f"TIMEOUT {name}: still running after {args.timeout:g} s, killed\n"
                 f"  What next: run it alone to see where it stops: {alone(path)}; on a slow machine, "
                 f"give it longer: --timeout SECONDS")
-    if result.returncode != 0:
+    if result.returncode != 0 and not disagreed(result):
         lines = result.stderr.rstrip().splitlines()
         tail = "\n".join("    " + line for line in lines[-8:])
         error = lines[-1].strip() if lines else f"exit status {result.returncode}, nothing on stderr"
         return (f"CRASH {name}: exit status {result.returncode}\n{tail}\n"
                 f"  What next: the script stopped with an error before it finished ({error}). Run it alone "
                 f"to see the whole traceback: {alone(path)}")
+    if result.stderr:
+        written = "\n".join("    " + line for line in result.stderr.rstrip().splitlines())
+        return (f"STDERR {name}: the run wrote to stderr, where a lesson's run writes nothing (a warning is a "
+                f"fault to mend, not noise)\n{written}\n  What next: run it alone to see where: {alone(path)}")
     reasons = refusals(name, result.stdout, root, expected_checks, result.records)
     if args.update and reasons:
         return (f"NOT UPDATED {name}: this run disagrees with itself or with the page, so the script is wrong, "
@@ -862,8 +866,21 @@ def judge(name, result, path, args, root):
     if not same_checks:
         parts.append(unified_diff(expected_checks or "", made, name, kind="checks").rstrip())
     what = "output differs from its golden file" if not same_output else "its checks differ from its golden checks"
-    return (f"DIFF {name}: {what} (actual kept in {kept.relative_to(root).as_posix()})\n"
+    if disagreed(result):  # (the reasons above name each such check; the diff shows its lines)
+        head = f"DISAGREES {name}: a claim of the page does not hold in this run (exit status {result.returncode})"
+    else:
+        head = f"DIFF {name}: {what}"
+    return (f"{head} (actual kept in {kept.relative_to(root).as_posix()})\n"
             + "\n".join(part for part in parts if part) + "\n" + what_next)
+
+
+def disagreed(result):
+    """A run that ended by itself, with nothing on stderr, after recording a check that does
+    not uphold the page: a lesson that exits 1 because a claim disagrees (week1/06's worked
+    examples, say), not a crash (which leaves its traceback on stderr)."""
+    return (result.returncode not in (0, None) and not result.stderr
+            and any(r["outcome"] == CONTRADICTS for r in result.records))
+
 
 
 class OneLineParser(argparse.ArgumentParser):

@@ -102,6 +102,7 @@ def test_help_says_what_to_try(runs, name):
 def test_every_try_it_suggestion_works(runs, run):
     result = runs[run]
     assert result.returncode == 0, f"{run}:\n{result.stderr[-1500:]}"
+    assert result.stderr == "", f"{run} wrote to stderr (a warning is a fault, as in the check):\n{result.stderr}"
 
 
 @pytest.mark.reads(*ALL_TRY_ITS)
@@ -257,6 +258,7 @@ def test_every_flags_range_runs_at_both_ends_or_its_help_names_the_joint_limit(r
     refused by a limit shared with other flags (asked of the lesson's limits() when another
     run covers it), and then the flag's help names one of those flags."""
     result = runs[run]
+    assert result.returncode != 0 or result.stderr == "", f"{run} wrote to stderr:\n{result.stderr}"
     if list(run.argv) != end:
         assert result.returncode == 0, f"{run}: exit status {result.returncode}: {result.stderr[-600:]}"
         limits = LIMITS[name]

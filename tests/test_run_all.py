@@ -201,6 +201,37 @@ def test_a_crash_says_what_next(repo):
     assert "03_crash.py" in out.split("What next:")[1]
 
 
+def test_a_warning_on_stderr_fails_the_check_with_its_lines_and_is_never_written(repo):
+    """The same stdout as the golden file, and a numpy RuntimeWarning on stderr: a failure that
+    shows the warning, and --update does not write the run."""
+    (repo / "week9/06_warns.py").write_text("import numpy as np\nprint('a=1')\nnp.array([1.0]) / 0.0\n")
+    run_all.golden_path("week9/06_warns", repo).write_text("a=1\n")
+    for argv in ([], ["--update"], ["--fresh"]):
+        code, out = run(repo, *argv, "week9/06_warns")
+        assert code == 1 and "STDERR week9/06_warns: the run wrote to stderr" in out, out
+        assert "RuntimeWarning: divide by zero" in out and "06_warns.py" in out.split("What next:")[1]
+    assert run_all.golden_path("week9/06_warns", repo).read_text() == "a=1\n"
+    assert not run_all.checks_path("week9/06_warns", repo).exists()
+
+
+def test_a_lesson_that_exits_because_a_claim_disagrees_reads_as_a_disagreement(repo):
+    """A worked-examples lesson exits 1 when a value disagrees with the page: its report names
+    the check and shows its lines (not a crash, and no traceback to look for)."""
+    disagreeing = TWO_CHECKS.replace("'every row sums to 1: yes'", "'every row sums to 1: no'").replace(
+        "'rows sum to 1', True", "'rows sum to 1', False") + "sys.exit(1)\n"
+    name = lesson_with_checks(repo, TWO_CHECKS, disagreeing)
+    code, out = run(repo, name)
+    assert code == 1 and "CRASH" not in out and "traceback" not in out, out
+    assert out.startswith(f"DISAGREES {name}: a claim of the page does not hold in this run (exit status 1)")
+    assert 'the check "rows sum to 1" does not uphold the page (measured 1, judged by: within 1e-6)' in out
+    assert "-every row sums to 1: yes\n+every row sums to 1: no" in out
+    code, out = run(repo, "--update", name)
+    assert code == 1 and out.startswith(f"NOT UPDATED {name}") and 'the check "rows sum to 1" does not' in out
+    crashing = TWO_CHECKS.replace("'rows sum to 1', True", "'rows sum to 1', False") + "raise ValueError('bad')\n"
+    (repo / f"{name}.py").write_text("import sys\nsys.path.insert(0, %r)\n" % str(repo) + RECORDING + crashing)
+    assert run(repo, name)[1].startswith(f"CRASH {name}")  # a traceback on stderr: a crash, as before
+
+
 # ---------------------------------------------------------------- Ctrl-C
 
 def interrupted(argv, cwd, wait_for):
