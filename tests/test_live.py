@@ -684,7 +684,7 @@ def test_head_picker_opens_on_the_printed_sentence_and_shows_each_printed_role_a
     at head 1 on the figure's sentence, where each head looks hardest as the printed table
     says; its titles are the printed roles, its bars the printed bands."""
     name = "week1/16_heads_take_roles"
-    view, module, out, (model, held, heads, m, example) = window(name)
+    view, module, out, (model, held, heads, m, example, _) = window(name)
     assert (view.widgets["head"].val, view.widgets["sentence"].val) == (1, 1 + next(
         k for k, row in enumerate(held) if module.torch.equal(row[row != module.PAD], example)))
     words = [module.WORDS[t] for t in example.tolist()]
@@ -714,7 +714,7 @@ def test_head_picker_opens_on_the_printed_sentence_and_shows_each_printed_role_a
 
 def test_the_red_boxes_are_where_each_role_says_in_the_window_and_the_figure():
     name = "week1/16_heads_take_roles"
-    view, module, _, (model, held, heads, m, example) = window(name)
+    view, module, _, (model, held, heads, m, example, _) = window(name)
     assert set(m["roles"]) == {"before", "nouns"}  # both roles are drawn below
     figure = module.plot(module.attention_maps(model, example), example, m["roles"], new_from=1)
     for h, ax in enumerate(figure.axes[:heads]):

@@ -645,7 +645,7 @@ def live_training(steps, look_back):
     fig.subplots_adjust(left=0.07, right=0.97, bottom=0.12, top=0.86, wspace=0.25)  # fixed: quicker redraws
     curves = {name: loss_ax.plot([], [], color=colour, label=name)[0]
               for name, colour in (("fixed-context", "tab:red"), ("attention", "tab:blue"))}
-    loss_ax.set(xlim=(1, steps), ylim=(0, 2.5), xlabel="training step", ylabel="loss (cross-entropy)")
+    loss_ax.set(xlim=(0.5, steps + 0.5), ylim=(0, 2.5), xlabel="training step", ylabel="loss (cross-entropy)")
     loss_ax.legend(loc="upper right")
     image = table_ax.imshow(np.zeros((len(EXAMPLE), len(EXAMPLE))), cmap="Greys", vmin=0, vmax=1, interpolation="none")
     table_ax.set_xticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])

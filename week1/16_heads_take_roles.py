@@ -720,11 +720,12 @@ def plot(maps, sentence, head_roles, new_from):
     return fig
 
 
-def live_view(model, held, heads, m, example):
+def live_view(model, held, heads, m, example, trained=TASKS["both"]):
     """A head picker and a sentence picker: the head's weights on a held-out sentence (red
     where its role says), and how many blanks are filled right with that head knocked out,
-    beside all heads (m: what measure() found, the numbers the run printed). It
-    opens at head 1 on `example`, the sentence of the printed run's figure."""
+    beside all heads (m: what measure() found, the numbers the run printed; a blank not
+    `trained` is drawn as the run prints it: not trained, no bar). It opens at head 1 on
+    `example`, the sentence of the printed run's figure."""
     sentences = [row[row != PAD] for row in held]
     opening = next(k for k, sentence in enumerate(sentences) if torch.equal(sentence, example))
     fig, (map_ax, knock_ax) = plt.subplots(1, 2, figsize=(12, 6.5), width_ratios=(3, 2))
@@ -746,6 +747,9 @@ def live_view(model, held, heads, m, example):
              for _ in range(T_MAX)]  # one per row at most
     bars = [knock_ax.bar([j - 0.2, j + 0.2], [acc["a"], acc["b"]], width=0.38, color=["tab:orange", "tab:blue"])
             for j, acc in enumerate((m["all"], knocked[(0,)]))]
+    for pair in bars:
+        for bar, q in zip(pair, "ab", strict=True):
+            bar.set_visible(q in trained)
     knock_ax.set_xticks(range(2), ["all heads", "one knocked out"])
     knock_ax.set(ylim=(0, 1.45), yticks=np.linspace(0, 1, 5), ylabel="share of blanks filled right")
     knock_ax.legend(bars[0].patches, ["(a) the word just before", "(b) the first noun"], loc="upper center")
@@ -780,7 +784,8 @@ def live_view(model, held, heads, m, example):
         map_ax.set_title(f"head {h + 1}: {ROLE_TITLES[m['roles'][h]]}")
         for bar, q in zip(bars[1], "ab", strict=True):
             bar.set_height(knocked[(h,)][q])
-        knock_ax.set_title(f"(a) word before: {knocked[(h,)]['a']:.1%}, (b) first noun: {knocked[(h,)]['b']:.1%}\n"
+        share = {q: f"{knocked[(h,)][q]:.1%}" if q in trained else "not trained" for q in "ab"}
+        knock_ax.set_title(f"(a) word before: {share['a']}, (b) first noun: {share['b']}\n"
                            f"with head {h + 1} knocked out")
 
     def update_head(_):
@@ -823,7 +828,7 @@ def main(argv=None):
     args = LESSON.args(argv)
     model, held, m, sentence = lesson(args)
     if args.live:
-        show(live_view, model, held, args.heads, m, sentence)
+        show(live_view, model, held, args.heads, m, sentence, TASKS[args.task])
 
 
 if __name__ == "__main__":

@@ -789,7 +789,7 @@ def live_training(steps, held_src, held_tgt, causal):
     fig.subplots_adjust(left=0.07, right=0.97, bottom=0.12, top=0.86, wspace=0.25)  # fixed: quicker redraws
     (curve,) = loss_ax.plot([], [], color="tab:blue", label="training loss")
     loss_ax.axhline(loss_floor(), color="0.5", linestyle="--", label=f"the floor, {loss_floor():.4f}")
-    loss_ax.set(xlim=(1, steps), ylim=(0, 4), xlabel="training step", ylabel="label-smoothed loss")
+    loss_ax.set(xlim=(0.5, steps + 0.5), ylim=(0, 4), xlabel="training step", ylabel="label-smoothed loss")
     loss_ax.legend(loc="upper right")
     image = map_ax.imshow(np.zeros((T, T)), cmap="viridis", vmin=0, vmax=1, interpolation="none")
     positions = [*map(str, range(MAX_LEN)), "</s>"]
