@@ -9,6 +9,7 @@ mistake in the attention it uses that the check itself catches. No test trains a
 in this process: what trained models do is read from declared runs (conftest.py), which run once a
 session. Measured ranges: week2/NOTES.md, section 12."""
 import contextlib
+import copy
 import io
 
 from common import OUTPUT_ROOT
@@ -867,3 +868,58 @@ def test_each_try_it_line_does_what_it_says(runs):
     default = records_by_name(runs[DEFAULT_RUNS[NAME]])
     for run in TRY_ITS[NAME]:
         assert TRY_IT_PROMISES[run.argv](records_by_name(runs[run]), default), run
+
+
+def block_inputs(module, name, seen):
+    """Record each call of `module` (a MultiHeadAttention) as seen[name]: its queries' input,
+    its keys' and values' input, and its mask broadcast to [N, h, T_q, T_k] (None: no mask)."""
+    def hook(block, args, kwargs):
+        x_q = args[0]
+        x_kv = args[1] if len(args) > 1 else kwargs.get("x_kv")
+        x_kv = x_q if x_kv is None else x_kv
+        mask = args[2] if len(args) > 2 else kwargs.get("mask")
+        shape = (x_q.shape[0], block.h, x_q.shape[1], x_kv.shape[1])
+        seen.setdefault(name, []).append((x_q, x_kv, None if mask is None else mask.expand(shape)))
+    return module.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_torch_comparison_feeds_each_block_what_the_model_feeds_it(tt, model, held, causal):
+    """'the attention above ... against torch's': attention_against_torch hands each of the three
+    attention blocks (and torch's module, given the same) exactly the inputs the model's own pass
+    hands it: the encoder's embedded source and its padding mask, the decoder's embedded input and
+    its mask (the future too, with the mask on), and to the cross-attention the decoder's queries
+    after its masked self-attention, z1, and the memory. A comparison fed the embedded input as
+    the cross-attention's queries agreed with torch all the same: this test is what tells."""
+    src, tgt = held[0][:16], held[1][:16]
+    model64 = copy.deepcopy(model).double()
+    ours, compared = {}, {}
+    blocks = {"encoder self-attention": model64.encoder.self_attn, "decoder self-attention": model64.decoder.self_attn,
+              "cross-attention": model64.decoder.cross_attn}
+    hooks = [block_inputs(block, name, ours) for name, block in blocks.items()]
+    with torch.no_grad():
+        model64(src, tt.shift_right(tgt), causal)
+    for hook in hooks:
+        hook.remove()
+    real_deepcopy = copy.deepcopy
+
+    def hooked_copy(obj, *rest):  # the copy attention_against_torch makes, with the recording hooks on it
+        made = real_deepcopy(obj, *rest)
+        if isinstance(made, tt.Transformer):
+            for name, block in (("encoder self-attention", made.encoder.self_attn),
+                                ("decoder self-attention", made.decoder.self_attn),
+                                ("cross-attention", made.decoder.cross_attn)):
+                block_inputs(block, name, compared)
+        return made
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tt.copy, "deepcopy", hooked_copy)
+        assert tt.attention_against_torch(model64, src, tgt, causal) < tt.AGREE
+    assert ours.keys() == compared.keys() == blocks.keys()
+    for name in blocks:  # (it calls some blocks twice: once to make the next block's input, once to compare)
+        (mine,) = ours[name]
+        for theirs in compared[name]:
+            for what, a, b in zip(("queries' input", "keys' and values' input", "mask"), mine, theirs, strict=True):
+                assert (a is None) == (b is None) and (a is None or torch.equal(a, b)), f"{name}: its {what} differs"
+    future = ours["decoder self-attention"][0][2][:, 0]  # [N, T, T]
+    assert bool(future[:, 0, 1:].all()) == causal  # the mask hides the future exactly when it is on
