@@ -232,6 +232,21 @@ def adams_made(monkeypatch):
     return made
 
 
+@pytest.fixture
+def rates_used(monkeypatch):
+    """The learning rate of every torch.optim.Adam step taken while the test runs, in order (what
+    a schedule actually set, read at the step that uses it)."""
+    used = []
+
+    class Stepped(torch.optim.Adam):
+        def step(self, *args, **kwargs):
+            used.append(self.param_groups[0]["lr"])
+            return super().step(*args, **kwargs)
+
+    monkeypatch.setattr(torch.optim, "Adam", Stepped)
+    return used
+
+
 @pytest.fixture(autouse=True)
 def keep_torch_threads():
     """Some lessons set torch to one thread; every test gives the test process its setting back."""

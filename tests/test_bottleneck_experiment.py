@@ -808,3 +808,11 @@ def test_each_try_it_line_does_what_it_says(runs):
     default = records_of(runs[DEFAULT_RUNS[NAME]])
     for run in TRY_ITS[NAME]:
         assert TRY_IT_PROMISES[run.argv](runs[run], default), run
+
+
+def test_the_schedules_first_three_steps_written_out(lesson, rates_used):
+    """Three batches, a rate falling linearly from LR = 0.02 to 0 over them: the updates use
+    0.02, 0.02 x 2/3 and 0.02 x 1/3 (the first update at the full rate, none at 0)."""
+    batches = lesson.training_and_test_rows(42, lesson.MAX_LEN, 3)[0]
+    lesson.train(lesson.build(8, 0, True), batches)
+    assert rates_used == pytest.approx([0.02, 0.02 * 2 / 3, 0.02 / 3], rel=1e-12)

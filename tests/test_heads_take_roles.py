@@ -787,3 +787,10 @@ def test_stopped_early_the_noun_look_forms_first_over_many_seeds(ht):
         torch.set_num_threads(threads)
     assert "(over many seeds, the noun look forms first)" in dict(ht.TRY_IT)["--steps 20"]
     assert sum("nouns" in roles for roles in found) > sum("before" in roles for roles in found)
+
+
+def test_the_schedules_first_three_steps_written_out(ht, rates_used):
+    """Three steps of a rate falling linearly from LR = 0.02 to 0: 0.02, 0.02 x 2/3, 0.02 x 1/3."""
+    stream, _ = ht.training_and_held_out(3, 3)
+    ht.train(3, 2, "both", stream)
+    assert rates_used == pytest.approx([0.02, 0.02 * 2 / 3, 0.02 / 3], rel=1e-12)

@@ -923,3 +923,28 @@ def test_the_torch_comparison_feeds_each_block_what_the_model_feeds_it(tt, model
                 assert (a is None) == (b is None) and (a is None or torch.equal(a, b)), f"{name}: its {what} differs"
     future = ours["decoder self-attention"][0][2][:, 0]  # [N, T, T]
     assert bool(future[:, 0, 1:].all()) == causal  # the mask hides the future exactly when it is on
+
+
+def test_greedy_decoding_never_writes_pad_or_start_even_when_they_score_highest(tt, model, held):
+    """The docstring's promise, held by construction (the choice is made among </s> and the
+    digits only) and tested where training cannot keep it: an output layer whose largest
+    scores are on <pad> and <s> at every step. The decoder still writes a digit or </s>: the
+    best of those, each step."""
+    favouring = copy.deepcopy(model)
+    with torch.no_grad():
+        favouring.out.bias[tt.PAD] += 1e3
+        favouring.out.bias[tt.BOS] += 2e3
+    written, scores = tt.generate(favouring, held[0][:32])
+    assert (scores.argmax(-1) == tt.BOS).all()  # every step, <s> scored highest, then <pad>
+    assert written.min() >= tt.EOS and written.max() < tt.N_WORDS
+    assert torch.equal(written, scores[..., tt.EOS:].argmax(-1) + tt.EOS)  # the best of the others
+
+
+def test_the_schedules_first_three_steps_written_out(tt, rates_used):
+    """The rate each of the first three updates uses, written out from the page's formula
+    lr(s) = c d^-0.5 min(s^-0.5, s w^-1.5) with c = 0.5, d = 32, w = 30, on the ramp (s < w):
+    0.5 / sqrt(32) x s / 30^1.5 = 0.000538, 0.001076, 0.001614. Steps count from 1: a count from
+    0 would use 0, then 0.000538, ...; one from 2, 0.001076 first."""
+    sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
+    tt.train(0, sources[:3], targets[:3], True, held)
+    assert rates_used == pytest.approx([0.00053791, 0.00107583, 0.00161374], rel=1e-4)

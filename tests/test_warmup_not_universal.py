@@ -179,3 +179,14 @@ def test_a_one_step_warm_up_is_none_and_turns_the_rescue_verdict(runs):
     assert [r["outcome"] for r in result.records][4:] == [UPHOLDS, CONTRADICTS]
     higher = [r["value"] for r in result.records[1:3]]
     assert higher[0] == higher[1]  # the same training twice
+
+
+@pytest.mark.parametrize("warmup, written", [(True, [0.05 / 50, 0.05 * 2 / 50, 0.05 * 3 / 50]),
+                                             (False, [0.05, 0.05, 0.05])])
+def test_the_schedules_first_three_steps_written_out(wu, rates_used, warmup, written):
+    """A peak of 0.05, w = 50: with warm-up the ramp s / w from step 1 (0.001, 0.002, 0.003),
+    without it the peak from the first step (sqrt(w / s) is above 1 until step 50)."""
+    g = torch.Generator().manual_seed(1)
+    batches = [wu.points(g, wu.BATCH, torch.eye(wu.D, wu.OUTPUTS, dtype=torch.float64)) for _ in range(3)]
+    wu.train(wu.starting_stack(0), 0.05, warmup, batches)
+    assert rates_used == pytest.approx(written, rel=1e-12)
