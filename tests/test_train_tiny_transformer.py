@@ -948,3 +948,35 @@ def test_the_schedules_first_three_steps_written_out(tt, rates_used):
     sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
     tt.train(0, sources[:3], targets[:3], True, held)
     assert rates_used == pytest.approx([0.00053791, 0.00107583, 0.00161374], rel=1e-4)
+
+
+def pre_norm_encoder(layer, x, mask=None, fast=False):
+    U = x + layer.self_attn(layer.ln1(x), mask=mask)[0]
+    return U + layer.ffn(layer.ln2(U))
+
+
+def no_ffn_shortcut_decoder(layer, x, memory, self_mask=None, memory_mask=None, fast=False):
+    z1 = layer.ln1(x + layer.self_attn(x, mask=self_mask)[0])
+    read, A = layer.cross_attn(z1, memory, mask=memory_mask)
+    z2 = layer.ln2(z1 + read)
+    return layer.ln3(layer.ffn(z2)), A
+
+
+def gelu_ffn(model):
+    model.decoder.ffn[1] = nn.GELU()
+
+
+@pytest.mark.parametrize("rewire", [
+    None, gelu_ffn, lambda model: setattr(model.encoder, "forward", pre_norm_encoder.__get__(model.encoder)),
+    lambda model: setattr(model.decoder, "forward", no_ffn_shortcut_decoder.__get__(model.decoder))],
+    ids=["post-LN, ReLU", "GELU", "pre-norm encoder", "the FFN's shortcut dropped"])
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_post_ln_line_tells_the_wirings_apart(tt, model, held, rewire, causal):
+    """'the trained layers against torch's post-LN layers': the lesson's wiring agrees to float64
+    rounding; another activation, a LayerNorm before its sublayer or a shortcut dropped (each of
+    which the trained bands let through) is far off."""
+    mine = copy.deepcopy(model)
+    if rewire is not None:
+        rewire(mine)
+    gap = tt.layers_against_torch(mine, held[0][:32], held[1][:32], causal)
+    assert (gap <= tt.AGREE) == (rewire is None), gap

@@ -352,6 +352,45 @@ def share_on_mirror(maps, lengths, task):
 
 
 @torch.inference_mode()
+def into_torch(block, mha):
+    """One of the model's attention blocks' weights (common.blocks.MultiHeadAttention) into torch's
+    nn.MultiheadAttention, which keeps W_Q, W_K and W_V stacked in one in_proj."""
+    mha.in_proj_weight.copy_(torch.cat([block.W_Q.weight, block.W_K.weight, block.W_V.weight]))
+    mha.in_proj_bias.copy_(torch.cat([block.W_Q.bias, block.W_K.bias, block.W_V.bias]))
+    mha.out_proj.load_state_dict(block.W_O.state_dict())
+
+
+def layers_against_torch(model, src, tgt, causal=True):
+    """The largest difference between the model's two layers (common/blocks.py's EncoderLayer and
+    DecoderLayer, post-LN) and torch's nn.TransformerEncoderLayer and nn.TransformerDecoderLayer
+    (norm_first=False, ReLU: the original wiring) given the same weights, on these pairs, in
+    float64: only another wiring (a LayerNorm before its sublayer, another activation, a
+    shortcut left out) makes it more than rounding."""
+    model = copy.deepcopy(model).double()
+    dec_in = shift_right(tgt)
+    x_src, x_dec = embedded(model, src), embedded(model, dec_in)  # [N, S, d], [N, T, d]
+    shape = dict(d_model=D_MODEL, nhead=HEADS, dim_feedforward=D_FF, dropout=0.0, batch_first=True,
+                 dtype=torch.float64)
+    theirs = [nn.TransformerEncoderLayer(**shape), nn.TransformerDecoderLayer(**shape)]
+    with torch.no_grad():
+        for mine, layer, blocks in ((model.encoder, theirs[0], [("self_attn", "self_attn")]),
+                                    (model.decoder, theirs[1], [("self_attn", "self_attn"),
+                                                                ("cross_attn", "multihead_attn")])):
+            for ours, torchs in blocks:
+                into_torch(getattr(mine, ours), getattr(layer, torchs))
+            layer.linear1.load_state_dict(mine.ffn[0].state_dict())
+            layer.linear2.load_state_dict(mine.ffn[2].state_dict())
+            for i in (1, 2, 3) if layer is theirs[1] else (1, 2):
+                getattr(layer, f"norm{i}").load_state_dict(getattr(mine, f"ln{i}").state_dict())
+    memory = model.encode(src)  # [N, S, d]
+    z = model.decode(dec_in, memory, src, causal)[0]  # [N, T, d]
+    # (torch's layers in training mode, dropout 0: its ordinary path, not the one that skips padded positions)
+    their_memory = theirs[0](x_src, src_key_padding_mask=src == PAD)
+    their_z = theirs[1](x_dec, their_memory, tgt_mask=causal_mask(T) if causal else None,
+                        tgt_key_padding_mask=dec_in == PAD, memory_key_padding_mask=src == PAD)
+    return max((memory - their_memory).abs().max().item(), (z - their_z).abs().max().item())
+
+
 def attention_against_torch(model, src, tgt, causal=True):
     """The largest difference between the model's attention (common/blocks.py's
     MultiHeadAttention, the plain formula) and torch's nn.MultiheadAttention given the same
@@ -370,9 +409,8 @@ def attention_against_torch(model, src, tgt, causal=True):
     for block, x_q, x_kv, mask in blocks:
         mine, A = block(x_q, x_kv, mask)  # [N, T_q, d], [N, h, T_q, T_k]
         theirs = nn.MultiheadAttention(D_MODEL, HEADS, batch_first=True, dtype=torch.float64)
-        theirs.in_proj_weight.copy_(torch.cat([block.W_Q.weight, block.W_K.weight, block.W_V.weight]))
-        theirs.in_proj_bias.copy_(torch.cat([block.W_Q.bias, block.W_K.bias, block.W_V.bias]))
-        theirs.out_proj.load_state_dict(block.W_O.state_dict())
+        with torch.no_grad():
+            into_torch(block, theirs)
         # torch's mask is ours (True = hidden), given as one attn_mask [N h, T_q, T_k]
         hidden = mask.expand(-1, HEADS, x_q.shape[1], -1).flatten(0, 1)
         out, weights = theirs(x_q, x_kv, x_kv, attn_mask=hidden, average_attn_weights=False)
@@ -412,6 +450,7 @@ def lesson(args):
     maps, mean_map, full = show_cross_attention(model, final, held_src, held_tgt, task, causal)
     show_output_layer(model, held_src, held_tgt, causal)
     show_longer(model, final, task, causal)
+    show_post_ln(model, held_src, held_tgt, causal)
     show_trained(final, steps)
     example = show_decoded(model, held_src, causal)
     show_decoder_inputs(model, final, held_src, held_tgt, causal)
@@ -658,6 +697,17 @@ def longer_verdict(trained, longer):
                       "shows no failure\n  (the page: whether it does is empirical)")
     return True, (f"{said(True)}: the tags exist for the unseen positions, yet fewer than {FEW:.0%} of the\n"
                   f"  {LONGER}-digit strings come out right: extrapolation is not guaranteed, it is measured")
+
+
+def show_post_ln(model, held_src, held_tgt, causal):
+    """Section 6: the layers are the original post-LN wiring, z = LN(x + Sublayer(x)), checked
+    against torch's own layers with the trained weights."""
+    print("\npost-LN (section 6): z = LN(x + Sublayer(x)) around each sublayer; the trained layers against\n"
+          "  torch's nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (norm_first=False, ReLU)\n"
+          "  with the same weights, on the held-out pairs (float64):")
+    gap = layers_against_torch(model, held_src, held_tgt, causal)
+    print(f"max |our layers - torch's post-LN layers|={gap:.8f}")
+    record("the layers are torch's post-LN layers", gap <= AGREE, value=gap, threshold=f"at most {AGREE:g}")
 
 
 def show_trained(final, steps):
