@@ -67,7 +67,7 @@ def _wrapped(text, first, rest):
 
 AS_THE_PAGE_SAYS = "the belief is wrong, as the page says"
 CONTRADICTS = "CONTRADICTS THE PAGE"
-NO_CONTRAST = "THE EXPERIMENT CANNOT TELL THE TWO WORLDS APART"
+NO_CONTRAST = "THE EXPERIMENT CANNOT TELL THE REAL THING FROM THE BELIEF'S VERSION"
 
 
 def verdict(page_world, belief_world):
@@ -94,9 +94,9 @@ class Ledger:
     def two_worlds(self, title, real_things):
         """The heading of a mistakes script: what each belief's experiment does."""
         print(title)
-        print("Each belief gets one measurement, run twice: in the page's world (the real thing:")
-        print(f"torch's own {real_things}) and in a world where the belief is true.")
-        print("The verdict comes from what the measurement saw in the two worlds.")
+        print("Each belief gets one measurement, run twice: on the real thing, as the page describes it")
+        print(f"(torch's own {real_things}), and on a version built to behave as the belief says.")
+        print("The verdict comes from what the measurement saw in the two runs.")
 
     def check(self, what, value, page, page_error=None):
         """Print the computed value at the page's precision beside the page's value.
@@ -162,12 +162,12 @@ class Ledger:
         else:
             self.undecided += 1
         record(f"belief: {belief}", {AS_THE_PAGE_SAYS: True, CONTRADICTS: False}.get(said),
-               value=f"page's world as the page says: {page_found.as_page}; belief's world as the page says: "
+               value=f"the real thing as the page says: {page_found.as_page}; the belief's version as the page says: "
                f"{belief_found.as_page}",
-               threshold="the page's world behaves as the page says and the belief's world does not")
+               threshold="the real thing behaves as the page says and the belief's version does not")
         print(f"\n{number}. Belief: {belief}")
-        for line in (f"Experiment: {experiment}", f"Page's world ({page_label}): {page_found.seen}",
-                     f"Belief's world ({belief_label}): {belief_found.seen}", f"Verdict: {said}"):
+        for line in (f"Experiment: {experiment}", f"As the page says ({page_label}): {page_found.seen}",
+                     f"As the belief says ({belief_label}): {belief_found.seen}", f"Verdict: {said}"):
             print(_wrapped(line, "   ", "      "))
 
     def untested(self, bullet, why):
@@ -188,7 +188,7 @@ class Ledger:
         """Print the summary line; return 1 if anything disagreed with the page (or an
         experiment could not tell its worlds apart), else 0."""
         if self.upheld or self.contradicted or self.undecided:
-            undecided = f"; could not tell the worlds apart: {self.undecided}" if self.undecided else ""
+            undecided = f"; could not tell the two apart: {self.undecided}" if self.undecided else ""
             print(f"\nbeliefs tested: {self.upheld + self.contradicted + self.undecided}; refuted as the page "
                   f"says: {self.upheld}; contradicting the page: {self.contradicted}{undecided}")
             if self.untestable:

@@ -1,4 +1,4 @@
-"""The ledger: page-precision formatting, agreement marks, verdicts from two worlds, exit status."""
+"""The ledger: page-precision formatting, agreement marks, verdicts from two runs, exit status."""
 from fractions import Fraction
 
 from common.report import AS_THE_PAGE_SAYS, CONTRADICTS, NO_CONTRAST, Finding, Ledger, like, verdict
@@ -60,9 +60,9 @@ def test_a_belief_prints_both_worlds_and_only_an_upheld_page_passes(capsys):
     ledger.belief(1, "b", "e", ("real", PAGE_LIKE), ("belief", BELIEF_LIKE))
     assert ledger.finish() == 0
     out = capsys.readouterr().out
-    assert ("1. Belief: b\n   Experiment: e\n   Page's world (real): looks as the page says\n"
-            "   Belief's world (belief): looks as the belief says\n   Verdict: the belief is wrong, as the page says"
-            ) in out
+    assert ("1. Belief: b\n   Experiment: e\n   As the page says (real): looks as the page says\n"
+            "   As the belief says (belief): looks as the belief says\n"
+            "   Verdict: the belief is wrong, as the page says") in out
     assert "beliefs tested: 1; refuted as the page says: 1; contradicting the page: 0\n" in out
     for page_world, belief_world, mark in [(BELIEF_LIKE, PAGE_LIKE, CONTRADICTS), (PAGE_LIKE, PAGE_LIKE, NO_CONTRAST)]:
         ledger = Ledger()

@@ -58,7 +58,7 @@ def lesson(args):
     near = NEAR * error  # 0.10 at 20,000 pairs; at the page's widths a wrong scaling (by d_k, or none) is 0.75 off
     gap = max(abs(scaled_var - 1) for _, _, scaled_var in rows)
     print(f"largest |scaled_var - 1|={gap:.3f}, near 1 (under {near:.3f} = {NEAR} x sqrt(8 / {args.pairs:,}): "
-          f"{NEAR} times the error\n  of a variance measured on {args.pairs:,} pairs; fewer pairs, a looser band)")
+          f"{NEAR} times the error\n  of a variance measured on {args.pairs:,} pairs; fewer pairs, a looser limit)")
     record("Var(q.k) tracks d_k: scaled, it stays near 1", gap < near, value=gap,
            threshold=f"every |scaled_var - 1| under {near:.3f}")
     return printed

@@ -719,8 +719,8 @@ def lesson(args):
 
 # ---------------------------------------------------------------- optional: knobs and Try it
 
-DESCRIPTION = ("Week 2's 'Mistakes people make': each belief tested by one measurement run in two worlds, the "
-               "page's (torch's own) and the belief's.")
+DESCRIPTION = ("Week 2's 'Mistakes people make': each belief tested by one measurement run twice, on the "
+               "real thing (torch's own) and on a version that behaves as the belief says.")
 KNOBS = [knob("--seed", type=SEED, default=42,
               help="seed of every random draw (the inputs and torch's starting weights)")]
 TRY_IT = [("--seed 7", "new random words and starting weights: the numbers drawn from them change (the untrained "
