@@ -6,27 +6,24 @@ A lesson prints computed numbers; after the line, it records what the check judg
     record("every softmax row sums to 1", worst < 1e-6, value=worst, threshold="every row within 1e-6 of 1")
 
 A record: a stable name; whether the run upholds the page (holds True), contradicts it
-(False) or does not test it (None); the measured value; the threshold or band it is judged
-by, in words. run_all.py compares the records by name with
-expected_outputs/<lesson>.checks.txt (`name | threshold | outcome`): a default run whose
-check does not uphold the page, a check that disappeared (unless retired on purpose, with
-its reason), or a changed threshold is refused, by name.
+(False) or does not test it (None); the measured value; the threshold it is judged by, in
+words. run_all.py compares the records by name with expected_outputs/<lesson>.checks.txt
+(`name | threshold | outcome`): a default run whose check does not uphold the page, a check
+that disappeared (unless retired on purpose, with its reason), or a changed threshold is
+refused, by name.
 
-"Count it": a training prints the run's own number beside the band its claim is judged by,
-and names the number's printed text as `shown`:
+"Count it": a training prints the run's own number beside the words of the claim it is
+judged by. measured() makes that text and its record in one call, where the line is printed:
 
-    print(f"  totals right {right} (above 75%)")
-    record("totals right, teacher-forced", share > 0.75, value=share, threshold="above 75%", shown=right)
+    print(f"  totals right {measured('totals right', share > 0.75, f'{share:.1%}', 'above 75%')}")
 
-A trajectory differs from CPU to CPU, so the check reads that line with the band in the
-number's place, `totals right ‹above 75%› (above 75%)`, and judges the number by the
-record's outcome: the golden file holds what every CPU prints.
-
-When $LESSONS_RECORDS is set (run_all.py sets it for every run), each record is also
-written to stdout, on a line of its own that starts with MARK, right after what the lesson
-printed before it: run_all.py takes those lines out and so knows which line a `shown`
-number stands in. A learner's own run prints and records nothing more than the lesson's
-lines. A test can collect records in memory: `with collected() as got:`.
+prints `totals right 96.4% (above 75%)`. A trajectory differs from CPU to CPU, so the check
+reads that line as `totals right ‹this run's number› (above 75%)` and judges the number by the
+record's outcome: the golden file holds what every CPU prints. Where the check reads the
+output ($LESSONS_RECORDS, which run_all.py sets), measured() brackets the number between OPEN
+and CLOSE, so the check knows exactly which printed text is the run's own, and each record
+is also written to stdout, on a line of its own that starts with MARK, which run_all.py takes
+out; a learner's run prints the number alone. A test collects records with `with collected():`.
 """
 import json
 import os
@@ -35,6 +32,7 @@ from contextlib import contextmanager
 
 RECORDS = "LESSONS_RECORDS"
 MARK = "\x1f"  # ASCII's unit separator (not a line break to str.splitlines): starts a record's line
+OPEN, CLOSE = "\x02", "\x03"  # ASCII's start and end of text: around a measured number, where the check reads it
 UPHOLDS, CONTRADICTS, NOT_TESTED, RETIRED = "upholds the page", "contradicts the page", "not tested here", "retired"
 _collecting = []  # the lists of `collected()` blocks now open
 
@@ -52,14 +50,32 @@ def _plain(value):
     return value if isinstance(value, (bool, int, float, str)) or value is None else str(value)
 
 
-def record(name, holds, value=None, threshold=None, shown=None, why=None):
+def record(name, holds, value=None, threshold=None, why=None):
     """Record the check `name` (nothing is printed): holds True (it upholds the page), False
-    (it contradicts it) or None (not tested here); the measured `value`; the `threshold` or
-    band it is judged by, in words ("above 0.90"); `shown`: the value's text in the line just
-    printed, when that number differs from CPU to CPU (the check reads the band in its place);
-    `why`: for a check not tested here, the reason. Returns holds."""
-    _write(name, value, threshold, outcome(holds), shown, why)
+    (it contradicts it) or None (not tested here); the measured `value`; the `threshold` it is
+    judged by, in words ("above 0.90"); `why`: for a check not tested here, the reason.
+    Returns holds."""
+    _write(name, value, threshold, outcome(holds), None, why)
     return holds
+
+
+def measured(name, holds, text, threshold=None, value=None, why=None):
+    """A number this run measured, as a lesson prints it: `text` beside the words of the claim
+    that judges it, "96.4% (above 75%)", or alone where no claim judges it (holds and threshold
+    None, and `why`), recorded as the check `name`. Its digits may differ from CPU to CPU; the
+    check reads them as ‹this run's number›, and judges them by the record."""
+    _write(name, value, threshold, outcome(holds), text, why)
+    printed = text if threshold is None else f"{text} ({threshold})"
+    return Bracketed(printed.replace(text, f"{OPEN}{text}{CLOSE}", 1)) if os.environ.get(RECORDS) else printed
+
+
+class Bracketed(str):
+    """A measured number's text with its brackets, padded in a column (f"{shown:>25}") as the
+    learner's run pads it without them: the check's output, brackets taken out, is the same bytes."""
+
+    def __format__(self, spec):
+        plain = self.replace(OPEN, "").replace(CLOSE, "")
+        return format(plain, spec).replace(plain, str(self), 1)
 
 
 def retire(name, why):

@@ -255,18 +255,37 @@ def keep_torch_threads():
     torch.set_num_threads(threads)
 
 
+def plain(text):
+    """text as a learner's run prints it: without the brackets around measured numbers."""
+    from common.records import CLOSE, OPEN
+
+    return text.replace(OPEN, "").replace(CLOSE, "")
+
+
+class Printed(str):
+    """What a lesson printed, as a learner's run prints it; .marked: as the check reads it, each
+    measured number bracketed (common/records.py)."""
+    marked = ""
+
+
 def main_in_process(module, *argv, **replace):
     """A lesson's main() in this process (for a planted mistake), with some of its module's
-    names replaced: what it printed, and the records of its checks by name."""
-    from common.records import collected
+    names replaced: what it printed (a Printed), and the records of its checks by name."""
+    from common.records import RECORDS, collected
+
+    from check.comparing import split_records
 
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as monkeypatch, collected() as records:
+        monkeypatch.setenv(RECORDS, "1")  # as the check runs it: each measured number bracketed
         for attribute, value in replace.items():
             monkeypatch.setattr(module, attribute, value)
         with contextlib.redirect_stdout(out):
             module.main(list(argv))
-    return out.getvalue(), {r["name"]: r for r in records}
+    marked = split_records(out.getvalue())[0]
+    printed = Printed(plain(marked))
+    printed.marked = marked
+    return printed, {r["name"]: r for r in records}
 
 
 def main_outcomes(module, *argv, **replace):

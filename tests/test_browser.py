@@ -25,6 +25,7 @@ import time
 import urllib.request
 
 import common.notebook as notebook
+from common import OUTPUT_ROOT
 
 import numpy as np
 import pytest
@@ -100,7 +101,7 @@ class Lab:
         env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")}
         env.update({"JUPYTER_CONFIG_DIR": str(folder / "config"), "JUPYTER_DATA_DIR": str(folder / "data"),
                     "JUPYTER_RUNTIME_DIR": str(folder / "runtime"), "OMP_NUM_THREADS": "1",
-                    run_all.OUTPUT_ROOT: str(folder / "figures")})
+                    OUTPUT_ROOT: str(folder / "figures")})
         self.log = folder / "jupyterlab.log"
         with open(self.log, "wb") as log:
             self.server = subprocess.Popen(

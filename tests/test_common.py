@@ -1,7 +1,7 @@
 """The shared pieces every lesson uses: one call for its command line, the words of a
 verdict, and the records a check hands run_all."""
 from common.cli import Lesson, int_range, knob, too_big
-from common.records import MARK, collected, record, said
+from common.records import CLOSE, MARK, OPEN, collected, measured, record, said
 
 import pytest
 
@@ -42,9 +42,10 @@ def test_a_record_prints_nothing_for_a_learner_and_a_line_for_the_check(capsys, 
     assert capsys.readouterr().out == "rows sum to 1: yes\n"
     assert [r["outcome"] for r in got] == ["upholds the page", "contradicts the page", "not tested here"]
     monkeypatch.setenv("LESSONS_RECORDS", "1")
-    record("rows sum to 1", True, threshold="within 1e-6", shown="1.0")
+    printed = measured("loss", True, "1.0", "below 2")
     out = capsys.readouterr().out
     assert out.startswith(MARK) and '"shown": "1.0"' in out and out.count("\n") == 1
+    assert printed == f"{OPEN}1.0{CLOSE} (below 2)"  # where the check reads it: the number bracketed
     with pytest.raises(ValueError):
         record("a | b", True)  # a name is one field of the golden checks file
 

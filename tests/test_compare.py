@@ -1,6 +1,10 @@
 """The golden-file comparator: exact everywhere, except that a rounding-noise line is judged
-by a ceiling on its value (run_all.NOISE_CEILING), not by its distance from the golden one."""
-from run_all import NOISE_CEILING, explain_difference, lines_match, outputs_match
+by a ceiling on its value (comparing.NOISE_CEILING), not by its distance from the golden one."""
+import argparse
+import io
+
+import run_all
+from check.comparing import NOISE_CEILING, lines_match, outputs_match
 
 GOLDEN = """\
 MHA formula=1,050,624; FFN formula=2,099,712; two LayerNorms=2,048
@@ -71,17 +75,27 @@ def test_numbers_outside_noise_lines_get_no_tolerance():
     assert not lines_match("Var(q.k)=4.04 max |x|=0.00000011", "Var(q.k)=4.04 max |x|=0.00000012")
 
 
-def test_a_noise_line_over_the_ceiling_is_explained_in_words():
-    message = explain_difference(GOLDEN, with_noise("0.42000000"), "week1/01_attention_from_scratch")
+def explained(tmp_path, name, text):
+    """What the check says of a run that printed `text`, the golden file being GOLDEN."""
+    golden = run_all.golden_path(name, tmp_path)
+    golden.parent.mkdir(parents=True, exist_ok=True)
+    golden.write_text(GOLDEN)
+    result = run_all.Result(0, text, "", 0.0, [], text)
+    args = argparse.Namespace(update=False, timeout=120.0, out=io.StringIO())
+    return run_all.judge(name, result, tmp_path / f"{name}.py", args, tmp_path)
+
+
+def test_a_noise_line_over_the_ceiling_is_explained_in_words(tmp_path):
+    message = explained(tmp_path, "week1/01_attention_from_scratch", with_noise("0.42000000"))
     assert "line 3: max |NumPy - torch SDPA| should be float rounding noise" in message
     assert "but is 0.42000000" in message and "the formula is wrong" in message
     assert "@@" not in message  # only the noise line differs: no unified diff needed
 
 
-def test_any_other_difference_still_shows_the_unified_diff():
-    message = explain_difference(GOLDEN, GOLDEN.replace("0.327", "0.328"), "week1/05_additive_attention")
+def test_any_other_difference_still_shows_the_unified_diff(tmp_path):
+    message = explained(tmp_path, "week1/05_additive_attention", GOLDEN.replace("0.327", "0.328"))
     assert "-alpha=[0.384 0.327 0.176 0.113]; sum=1.000000" in message
     assert "+alpha=[0.384 0.328 0.176 0.113]; sum=1.000000" in message
-    both = explain_difference(GOLDEN, GOLDEN.replace("0.327", "0.328").replace("0.00000011", "0.50000000"), "x")
+    both = explained(tmp_path, "x", GOLDEN.replace("0.327", "0.328").replace("0.00000011", "0.50000000"))
     assert "line 3: max |NumPy - torch SDPA| should be float rounding noise" in both
     assert "+max |NumPy - torch SDPA|=0.50000000" in both and "+alpha=" in both

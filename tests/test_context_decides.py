@@ -21,8 +21,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import run_all
-from tests.conftest import TRY_ITS, lesson_run, load_script
+from check import comparing
+from tests.conftest import TRY_ITS, lesson_run, load_script, plain
 from tests.conftest import main_in_process as run_main
 
 NAME = "week1/15_context_decides"
@@ -41,8 +41,8 @@ CHECKS = ["no held-out sentence is trained on", "attention by hand is torch's", 
           "held-out, animal adjectives: it looks hardest at the animal",
           "held-out, place adjectives: it looks hardest at the place", "the page's sentence with too tired",
           "the page's sentence with too wide", "same sentence, context decides",
-          f"the usual layer 2: {USUAL_ROWS[0]}", SHOWN_BESIDE[0], f"the usual layer 2: {USUAL_ROWS[1]}",
-          SHOWN_BESIDE[1], "a weight is not a guaranteed explanation", LAYER_1]
+          SHOWN_BESIDE[0], f"the usual layer 2: {USUAL_ROWS[0]}", SHOWN_BESIDE[1],
+          f"the usual layer 2: {USUAL_ROWS[1]}", "a weight is not a guaranteed explanation", LAYER_1]
 NOT_JUDGED = [*SHOWN_BESIDE, LAYER_1]
 UNTESTED_CAUTION = "Verdict: not tested: the usual layer answers fewer than 90% right here, so there are no"
 CAUTION = ("Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
@@ -158,10 +158,10 @@ def test_the_printed_comparison_with_torch_fails_on_a_dropped_scale(cd, trained,
     model, _ = trained
     held = cd.make_data(42, 1)[2]
     gap = cd.by_hand_vs_torch(model, held, hide)
-    assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
+    assert gap < 1e-12 and comparing.is_noise(f"{gap:.8f}")
     monkeypatch.setattr(blocks, "math", NoSqrt())
     broken = cd.by_hand_vs_torch(model, held, hide)
-    assert broken > 1e-3 and not run_all.is_noise(f"{broken:.8f}")  # 0.24 as the run is, 0.006 hidden
+    assert broken > 1e-3 and not comparing.is_noise(f"{broken:.8f}")  # 0.24 as the run is, 0.006 hidden
 
 
 def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
@@ -170,7 +170,7 @@ def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
     monkeypatch.setattr(blocks, "math", NoSqrt())
     out, records = run_main(cd, "--steps", "5")
     assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
-    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
+    assert [label for _, label, _ in comparing.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
 def test_its_optimizer_is_torchs_adam(cd, adams_made):
@@ -426,7 +426,7 @@ def caution(cd, usual):
         cd.show_usual_layer(96, {"animal": (48, 48), "place": (48, 48)}, usual)
     outcomes = {r["name"]: r["outcome"] for r in records}
     assert list(outcomes) == CHECKS[8:13]
-    return outcomes["a weight is not a guaranteed explanation"], out.getvalue(), outcomes
+    return outcomes["a weight is not a guaranteed explanation"], plain(out.getvalue()), outcomes
 
 
 def test_the_cautions_thresholds_are_held_at_their_edges(cd):
@@ -488,7 +488,7 @@ def test_the_layer_1_table_is_the_trained_models_weights(cd, trained):
         cd.show_layer_1(model, "tired", False)
     words = cd.sentence_words(*cd.PAGE, "tired")
     alpha1 = model(cd.encode(words)[None])[1][0, :, cd.IT_AT].detach()
-    lines = out.getvalue().splitlines()
+    lines = plain(out.getvalue()).splitlines()
     for row, at in zip(lines[5:7], (cd.ANIMAL_AT, cd.ADJECTIVE_AT), strict=True):  # after a blank line, 3 of words
         assert row.split() == [words[at], *(cd.bar(w) for w in alpha1[:, at].tolist())]
     most = alpha1[:, cd.ADJECTIVE_AT].max().item()

@@ -6,12 +6,13 @@ claim it, and its depth knob turns the verdicts its Try-it lines say (its defaul
 same bytes under the kernel settings of tests/test_portability.py)."""
 import math
 
-from common.records import CONTRADICTS, UPHOLDS
+from common.records import CONTRADICTS, UPHOLDS, collected, measured
 
 import pytest
 import torch
 import torch.nn as nn
 
+from check import comparing
 from tests.conftest import lesson_run, load_script
 from tests.conftest import main_outcomes as run_main
 
@@ -150,23 +151,23 @@ def test_default_run_upholds_the_page(runs):
     assert "Not the whole story: LayerNorm alone did not train the plain stack" in result.stdout
     compared = result.compared()[0]
     shortcut = [line for line in compared.splitlines() if line.startswith(" shortcut")]
-    assert shortcut == [" shortcut  x + F(x)               1.44 ‹trains: below 0.5› (trains: below 0.5)",
-                        " shortcut  x + F(x)              29.99 ‹stuck: above 0.8 or nan› (stuck: above 0.8 or nan)"]
+    assert shortcut == [" shortcut  x + F(x)               1.44 ‹this run's number› (trains: below 0.5)",
+                        " shortcut  x + F(x)              29.99 ‹this run's number› (stuck: above 0.8 or nan)"]
     for r in result.records[:6]:  # the run's own number, beside the band its record judges it by
         assert f"   {r['shown']} ({r['threshold']})" in result.stdout
         assert r["shown"] == f"{r['value']:.3f}"
 
 
-def test_a_loss_is_never_read_in_the_size_column(ds):
-    """The check puts the band in place of a shown number's first appearance in its line: a
-    loss printed as 1.00 beside a LayerNorm stack's size at top of 1.00 would put it in the size
-    column (seed 8 did, under ATEN_CPU_CAPABILITY=default). Three places for the loss, two
-    for the size: the loss's text never appears before it in its line."""
-    from run_all import banded
-
-    line = f"LayerNorm  LN(F(x))  {ds.readable(1.0, 2):>12}   {1.0:.3f} (stuck: above 0.8 or nan)\n"
-    text, problems = banded(line, [{"shown": f"{1.0:.3f}", "threshold": "stuck: above 0.8 or nan"}])
-    assert not problems and text.startswith("LayerNorm  LN(F(x))          1.00 ‹stuck")
+def test_a_loss_is_never_read_in_the_size_column(ds, monkeypatch):
+    """A loss printed as 1.000 beside a LayerNorm stack's size at top of 1.00 (seed 8, under
+    ATEN_CPU_CAPABILITY=default): the check reads the loss where measured() put it, and the
+    size column, which holds the same digits, stays as printed."""
+    monkeypatch.setenv("LESSONS_RECORDS", "1")
+    with collected() as records:
+        loss = measured("held-out loss, LayerNorm", False, f"{1.0:.3f}", "stuck: above 0.8 or nan", value=1.0)
+        line = f"LayerNorm  LN(F(x))  {ds.readable(1.0, 2):>12}   {loss}\n"
+    text, problems = comparing.compared(line, records)
+    assert not problems and text == "LayerNorm  LN(F(x))          1.00 ‹this run's number› (stuck: above 0.8 or nan)\n"
 
 
 @pytest.mark.reads(SHALLOW)

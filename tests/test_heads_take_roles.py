@@ -23,7 +23,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-import run_all
+from check import comparing
+from check.comparing import THIS_RUN
 from tests.conftest import TRY_ITS, lesson_run, load_script
 from tests.conftest import main_in_process as run_main
 
@@ -171,13 +172,13 @@ def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained
     # week1/NOTES.md, section 16: the noise line's ceiling, and what a broken formula gives
     _, held, model = trained
     gap = ht.by_hand_vs_torch(model, held)
-    assert gap < 1e-12 and run_all.is_noise(f"{gap:.8f}")
+    assert gap < 1e-12 and comparing.is_noise(f"{gap:.8f}")
     if mistake == "no 1/sqrt(d_k)":
         monkeypatch.setattr(ht, "attention", unscaled_attention)
     else:
         monkeypatch.setattr(ht, "causal_mask", mask_one_off)
     broken = ht.by_hand_vs_torch(model, held)
-    assert broken > 1e-2 and not run_all.is_noise(f"{broken:.8f}")
+    assert broken > 1e-2 and not comparing.is_noise(f"{broken:.8f}")
 
 
 def test_a_dropped_scale_fails_the_check_itself(ht):
@@ -186,7 +187,7 @@ def test_a_dropped_scale_fails_the_check_itself(ht):
     # week1/NOTES.md, section 16: a broken formula fails the check itself
     out, records = run_main(ht, "--steps", "5", attention=unscaled_attention)
     assert records["attention by hand is torch's"]["outcome"] == CONTRADICTS
-    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |by hand - torch|"]
+    assert [label for _, label, _ in comparing.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
 @pytest.mark.parametrize("knock_out", [(0,), (1,), (2,), (1, 3)])
@@ -591,15 +592,15 @@ def test_default_run_prints_the_pages_picture(runs):
                              "as the page says", ONE_WAY, MORE_HEADS]
     banded, problems = result.compared()  # each number as the check reads it: the band its record judges it by
     assert not problems
-    for line in ["  1 head               (a) ‹below 50%› (below 50%), (b) ‹not judged›; its head: no single role",
-                 "  2 heads (above)      (a) ‹above 80%› (above 80%), (b) ‹above 80%› (above 80%)",
-                 "  4 heads              (a) ‹above 80%› (above 80%), (b) ‹above 80%› (above 80%)",
+    for line in [f"  1 head               (a) {THIS_RUN} (below 50%), (b) {THIS_RUN}; its head: no single role",
+                 "  2 heads (above)      (a) ‹this run's number› (above 80%), (b) ‹this run's number› (above 80%)",
+                 "  4 heads              (a) ‹this run's number› (above 80%), (b) ‹this run's number› (above 80%)",
                  "  roles: 1 on the word just before, 3 on the first noun, 0 with no single role",
-                 "  head 1 knocked out              (a) ‹below 50%› (below 50%), (b) ‹above 80%› (above 80%)",
-                 "  head 2 knocked out              (a) ‹above 80%› (above 80%), (b) ‹below 50%› (below 50%)",
-                 "  head 1: on the word just before ‹not judged›, on the first noun ‹not judged›:",
-                 "  head 2 knocked out alone      (a) ‹not judged›, (b) ‹not judged›",
-                 "  the knock-out alone that harms least leaves its worse blank at ‹50% or more› (50% or more)"]:
+                 f"  head 1 knocked out              (a) {THIS_RUN} (below 50%), (b) {THIS_RUN} (above 80%)",
+                 f"  head 2 knocked out              (a) {THIS_RUN} (above 80%), (b) {THIS_RUN} (below 50%)",
+                 "  head 1: on the word just before ‹this run's number›, on the first noun ‹this run's number›:",
+                 "  head 2 knocked out alone      (a) ‹this run's number›, (b) ‹this run's number›",
+                 "  the knock-out alone that harms least leaves its worse blank at ‹this run's number› (50% or more)"]:
         assert line in banded.splitlines(), line
     assert [r["name"] for r in result.records if "shown" not in r] == CHECKS
     for r in result.records:  # every other record is a printed number's: judged by the band printed beside it

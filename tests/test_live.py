@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 import run_all
+from check import comparing
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, lesson_run, load_script
 from tests.drawing import QUICKER, drawn_plainly, pixels, run_live
 
@@ -293,7 +294,7 @@ def test_the_window_opens_after_the_printed_lines_and_closing_it_ends_the_run(ru
         assert (WINDOW_FOLDERS[name] / "figure.png").read_bytes() == (
             WINDOW_FOLDERS[name] / "alone" / "figure.png").read_bytes()
         return
-    assert run_all.outputs_match(outputs[name].stdout, result.stdout)
+    assert comparing.outputs_match(outputs[name].stdout, result.stdout)
     for png in WINDOW_FOLDERS[name].rglob("*.png"):
         relative = png.relative_to(WINDOW_FOLDERS[name])
         assert png.read_bytes() == (run_all.check_folder() / relative).read_bytes(), relative

@@ -22,9 +22,12 @@ import re
 import time
 from pathlib import Path
 
+from common import OUTPUT_ROOT
+
 import pytest
 
 import run_all
+from check import comparing
 from notebooks import generate
 from tests.conftest import LESSONS, SCRATCH
 from tests.drawing import QUICKER
@@ -47,7 +50,7 @@ OUT = SCRATCH / "notebook_runs"  # where the kernels' lessons save their figures
 KERNEL_ENV = {**{k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "DISPLAY", "WAYLAND_DISPLAY")},
               **{k: v for k, v in run_all.FIXED_ENV.items() if k != "MPLBACKEND"},
               "OMP_NUM_THREADS": "1",  # three kernels on the machine's cores (a lesson prints the same on one)
-              run_all.OUTPUT_ROOT: str(OUT), "LESSONS_RECORDS": "1"}  # (the check's records: its golden lines)
+              OUTPUT_ROOT: str(OUT), "LESSONS_RECORDS": "1"}  # (the check's records: its golden lines)
 # The extra cells run in week2's kernel, after its own, by name.
 BACKEND = "import matplotlib\nprint(matplotlib.get_backend())"
 EXTRA = {
@@ -245,11 +248,11 @@ def golden_lines_differ(name, cell):
     """None if the cell printed the lines of the lesson's golden file, as the check compares a run
     (the records taken out, a training's numbers by their bands; the figure's path the one the
     kernel was given); else the difference."""
-    text, records = run_all.split_records(stream(cell, "stdout").replace(f"saved {OUT}{os.sep}", "saved "))
-    banded, problems = run_all.banded(text, records)
+    text, records = comparing.split_records(stream(cell, "stdout").replace(f"saved {OUT}{os.sep}", "saved "))
+    banded, problems = comparing.compared(text, records)
     golden = run_all.golden_path(name).read_text(encoding="utf-8")
-    if problems or not run_all.outputs_match(golden, banded):
-        return problems or run_all.unified_diff(golden, banded, name)
+    if problems or not comparing.outputs_match(golden, banded):
+        return problems or comparing.unified_diff(golden, banded, name)
     return None
 
 

@@ -31,6 +31,7 @@ from common import OUTPUT_ROOT
 import pytest
 
 import run_all
+from check import comparing
 from tests.conftest import SCRATCH, SCRIPTS, lesson_run
 
 OTHER_CPUS = {
@@ -62,12 +63,12 @@ def disagreement(name, result):
         return f"exit status {result.returncode}:\n{result.stderr[-2000:]}"
     golden = run_all.golden_path(name).read_text(encoding="utf-8")
     compared, problems = result.compared()
-    if problems or not run_all.outputs_match(golden, compared):
-        return "\n".join(problems) + run_all.unified_diff(golden, compared, name)
+    if problems or not comparing.outputs_match(golden, compared):
+        return "\n".join(problems) + comparing.unified_diff(golden, compared, name)
     checks = run_all.checks_path(name)
     expected = checks.read_text(encoding="utf-8") if checks.exists() else ""
-    if expected != run_all.checks_text(result.records):
-        return run_all.unified_diff(expected, run_all.checks_text(result.records), name, kind="checks")
+    if expected != comparing.checks_text(result.records):
+        return comparing.unified_diff(expected, comparing.checks_text(result.records), name, kind="checks")
     return None
 
 

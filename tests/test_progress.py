@@ -11,6 +11,7 @@ from common.records import RECORDS
 import pytest
 
 import run_all
+from check import comparing
 from tests.conftest import SCRIPTS, run_on_a_terminal
 
 
@@ -46,5 +47,5 @@ def test_a_training_lesson_shows_progress_on_a_terminal_and_prints_the_same_line
     assert b"training step" in seen
     assert re.search(rb"\r {10,}\r$", seen), seen[-200:]  # the last thing written wipes the line
     golden = run_all.golden_path("week1/15_context_decides").read_text(encoding="utf-8")
-    compared, problems = run_all.banded(*run_all.split_records(out))  # its trained numbers read as their bands
-    assert not problems and run_all.outputs_match(golden, compared)
+    compared, problems = comparing.compared(*comparing.split_records(out))  # its trained numbers read as their bands
+    assert not problems and comparing.outputs_match(golden, compared)

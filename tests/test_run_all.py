@@ -10,9 +10,12 @@ import sys
 import time
 from pathlib import Path
 
+from common.records import CLOSE, OPEN, collected, measured
+
 import pytest
 
 import run_all
+from check import comparing
 
 
 def make_repo(tmp_path, scripts, goldens):
@@ -206,10 +209,13 @@ def test_a_warning_on_stderr_fails_the_check_with_its_lines_and_is_never_written
     shows the warning, and --update does not write the run."""
     (repo / "week9/06_warns.py").write_text("import numpy as np\nprint('a=1')\nnp.array([1.0]) / 0.0\n")
     run_all.golden_path("week9/06_warns", repo).write_text("a=1\n")
-    for argv in ([], ["--update"], ["--fresh"]):
+    for argv in ([], ["--fresh"]):
         code, out = run(repo, *argv, "week9/06_warns")
-        assert code == 1 and "STDERR week9/06_warns: the run wrote to stderr" in out, out
-        assert "RuntimeWarning: divide by zero" in out and "06_warns.py" in out.split("What next:")[1]
+        assert code == 1 and out.startswith("STDERR week9/06_warns: the same output, and a warning"), out
+        assert "the run wrote to stderr" in out and "RuntimeWarning: divide by zero" in out
+        assert "06_warns.py" in out.split("What next:")[1]
+    code, out = run(repo, "--update", "week9/06_warns")
+    assert code == 1 and out.startswith("NOT UPDATED week9/06_warns") and "RuntimeWarning: divide by zero" in out
     assert run_all.golden_path("week9/06_warns", repo).read_text() == "a=1\n"
     assert not run_all.checks_path("week9/06_warns", repo).exists()
 
@@ -252,8 +258,7 @@ def test_ctrl_c_stops_the_check_quietly_and_leaves_no_process(repo):
     started = repo / "started"
     (repo / "week9" / "04_slow.py").write_text(f"open({str(started)!r}, 'w').close()\nimport time\ntime.sleep(60)\n")
     golden = run_all.golden_path("week9/01_good", repo).read_text()
-    shutil.copy(run_all.ROOT / "run_all.py", repo)
-    shutil.copytree(run_all.ROOT / "common", repo / "common")
+    copy_the_check(repo)
     process, out, err = interrupted([sys.executable, str(repo / "run_all.py"), "week9/04_slow",
                                      "week9/01_good", "--update"], repo, started.exists)
     # A shell shows this as exit status 130; the check exits with 130 itself.
@@ -261,6 +266,13 @@ def test_ctrl_c_stops_the_check_quietly_and_leaves_no_process(repo):
     assert err == "stopped\n" and out == ""
     assert run_all.golden_path("week9/01_good", repo).read_text() == golden
     assert not still_running(process.pid), "processes left behind"
+
+
+def copy_the_check(repo):
+    """run_all.py and what it imports, into repo: the check as a learner's clone has it."""
+    shutil.copy(run_all.ROOT / "run_all.py", repo)
+    for folder in ("common", "check"):
+        shutil.copytree(run_all.ROOT / folder, repo / folder, dirs_exist_ok=True)
 
 
 def still_running(group, grace=10.0):
@@ -304,9 +316,9 @@ def test_every_golden_check_upholds_the_page_at_the_defaults():
         checks = run_all.checks_path(name)
         if "Verdict" in run_all.golden_path(name).read_text(encoding="utf-8"):
             assert checks.exists(), name
-        outcomes = [outcome for _, outcome in run_all.parse_checks(
+        outcomes = [outcome for _, outcome in comparing.parse_checks(
             checks.read_text(encoding="utf-8") if checks.exists() else "").values()]
-        assert run_all.CONTRADICTS not in outcomes, name
+        assert comparing.CONTRADICTS not in outcomes, name
 
 
 # ---------------------------------------------------------------- what the check says as it goes
@@ -356,8 +368,7 @@ def test_ctrl_c_in_the_checks_first_moments_says_one_word(repo, after):
     imports, while its fork server is still importing torch, or while the first scripts
     start. (Ended by Ctrl-C either way: 130 is the status run_all returns, -2 a process the
     signal ended after its one word; a shell shows both as 130.)"""
-    shutil.copy(run_all.ROOT / "run_all.py", repo)
-    shutil.copytree(run_all.ROOT / "common", repo / "common")
+    copy_the_check(repo)
     process = subprocess.Popen([sys.executable, str(repo / "run_all.py"), "week9/04_slow", "week9/01_good"],
                                cwd=repo, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                text=True, preexec_fn=default_sigint)
@@ -395,7 +406,7 @@ def test_a_job_can_remove_a_variable_and_run_in_its_own_folder(tmp_path):
 
 # ---------------------------------------------------------------- checks: records, not prose
 
-RECORDING = "from common.records import record, retire\n"
+RECORDING = "from common.records import measured, record, retire\n"
 
 
 def lesson_with_checks(repo, golden_body, new_body, name="week9/09_checks"):
@@ -491,16 +502,16 @@ def test_a_check_now_tested_that_upholds_the_page_is_accepted(repo):
     assert run(repo, "--update", name)[0] == 0
 
 
-# A training's own number beside its band: another CPU prints another number in the same band.
+# A training's own number beside the words of its claim: another CPU prints another number.
 COUNTED = ("right = {share!r}\n"
-           "print(f'totals right {{right}} (above 75%)')\n"
-           "record('totals right', float(right[:-1]) > 75, value=right, threshold='above 75%', shown=right)\n")
+           "print(f'totals right {{measured(\"totals right\", float(right[:-1]) > 75, right, \"above 75%\", "
+           "value=right)}}')\n")
 
 
-def test_a_counted_number_is_compared_by_its_band(repo):
+def test_a_counted_number_is_compared_as_this_runs_number(repo):
     name = lesson_with_checks(repo, COUNTED.format(share="96.4%"), COUNTED.format(share="88.1%"))
-    assert run_all.golden_path(name, repo).read_text() == "totals right ‹above 75%› (above 75%)\n"
-    assert run(repo, name)[0] == 0  # another number, the same band: the same golden text
+    assert run_all.golden_path(name, repo).read_text() == "totals right ‹this run's number› (above 75%)\n"
+    assert run(repo, name)[0] == 0  # another number, the same claim: the same golden text
 
 
 def test_a_counted_number_out_of_its_band_fails_by_name(repo):
@@ -510,72 +521,59 @@ def test_a_counted_number_out_of_its_band_fails_by_name(repo):
     assert run(repo, "--update", name)[0] == 1
 
 
-@pytest.mark.parametrize("body", [
-    # the number recorded before it is printed
-    "right = '96.4%'\nrecord('totals right', True, value=right, threshold='above 75%', shown=right)\n"
-    "print(f'totals right {right} (above 75%)')\n",
-    # printed with other digits than recorded
-    "print('totals right 96.40% (above 75%)')\n"
-    "record('totals right', True, value=0.964, threshold='above 75%', shown='96.4%')\n",
-])
-def test_a_counted_number_that_is_not_where_its_record_says_is_refused_by_name(repo, body):
-    """Left in place, such a number would make the golden file differ from CPU to CPU."""
-    name = lesson_with_checks(repo, COUNTED.format(share="96.4%"), body)
-    code, out = run(repo, "--update", name)
-    assert code == 1 and 'the check "totals right" shows \'96.4%\', but no line printed since' in out, out
+def test_a_learners_run_prints_the_number_alone(repo, capsys, monkeypatch):
+    """The brackets around a measured number are there only where the check reads the output."""
+    monkeypatch.delenv("LESSONS_RECORDS", raising=False)
+    with collected() as got:
+        assert measured("loss", True, "0.42", "below 0.6", value=0.42) == "0.42 (below 0.6)"
+        assert measured("size", None, "1.00", value=1.0) == "1.00"
+    assert capsys.readouterr().out == "" and got[0]["shown"] == "0.42" and got[0]["threshold"] == "below 0.6"
+    monkeypatch.setenv("LESSONS_RECORDS", "1")
+    assert measured("loss", True, "0.42", "below 0.6") == f"{OPEN}0.42{CLOSE} (below 0.6)"
 
 
-def test_bands_are_placed_nearest_first_beside_their_band_and_never_inside_another():
-    text = "a 50% (above 50%)\nb size 1.00, loss 1.00 (below 2.0), 1.00 (below 2.0)\n"
-    records = [{"name": "a", "shown": "50%", "threshold": "above 50%", "at": 1},
-               {"name": "b", "shown": "1.00", "threshold": "below 2.0", "at": 2},
-               {"name": "c", "shown": "1.00", "threshold": "below 2.0", "at": 2}]
-    assert run_all.banded(text, records) == (
-        "a ‹above 50%› (above 50%)\nb size 1.00, loss ‹below 2.0› (below 2.0), ‹below 2.0› (below 2.0)\n", [])
+def test_a_bracketed_number_is_padded_as_the_learners_run_pads_it(monkeypatch):
+    """A column padded beside a measured number: the check's output, brackets taken out, is
+    the bytes a learner's run prints."""
+    monkeypatch.delenv("LESSONS_RECORDS", raising=False)
+    learners = f"{measured('tf', True, '99.1%', 'above 75%'):>25}|{measured('own', None, '7.9%'):<10}|"
+    monkeypatch.setenv("LESSONS_RECORDS", "1")
+    checks = f"{measured('tf', True, '99.1%', 'above 75%'):>25}|{measured('own', None, '7.9%'):<10}|"
+    assert checks.replace(OPEN, "").replace(CLOSE, "") == learners == "        99.1% (above 75%)|7.9%      |"
 
 
-def test_a_number_no_claim_judges_that_stands_twice_in_its_line_is_refused_by_name():
-    """Read in the first place, a loss of 1.00 would land in the size column on some CPU."""
-    compared, problems = run_all.banded("size 1.00, loss 1.00\n", [{"name": "loss", "shown": "1.00", "at": 1}])
-    assert compared == "size 1.00, loss 1.00\n"
-    assert 'the check "loss" shows \'1.00\', which stands 2 times' in problems[0]
+def test_each_bracketed_number_is_read_as_its_own_records_and_nothing_else(monkeypatch):
+    """The k-th bracketed number is the k-th measured record's: the same digits elsewhere in the
+    line (a size column beside a loss) are never read; a number printed out of turn, or measured
+    and never printed, is refused by name."""
+    monkeypatch.setenv("LESSONS_RECORDS", "1")
+    with collected() as records:
+        line = f"size 1.00, loss {measured('loss', True, '1.00', 'below 2.0')}, again 1.00\n"
+    assert comparing.compared(line, records) == ("size 1.00, loss ‹this run's number› (below 2.0), again 1.00\n", [])
+    with collected() as records:
+        a, b = measured("a", True, "0.1", "below 1"), measured("b", True, "0.2", "below 1")
+    problems = comparing.compared(f"{b} {a}\n", records)[1]
+    assert problems and "recorded '0.1'" in problems[0]
+    assert comparing.compared("nothing\n", records)[1] == ['the check "a" measured \'0.1\', which is never printed',
+                                                          'the check "b" measured \'0.2\', which is never printed']
 
 
-def test_a_judged_number_must_stand_beside_its_own_band_word_for_word():
-    """A band printed beside a number may not say what the check does not: another band, a band
-    that only starts like it, or none at all is refused by name."""
-    record = {"name": "loss", "shown": "0.42", "threshold": "below 0.6", "at": 1}
-    for text in ("loss 0.42 (below 0.5)\n", "loss 0.42 (below 0.60 or so)\n", "loss 0.42\n"):
-        compared, problems = run_all.banded(text, [record])
-        assert compared == text and problems == [
-            'the check "loss" shows \'0.42\' without the band it is judged by: print "0.42 (below 0.6)"'], text
-    assert run_all.banded("loss 0.42 (below 0.6)\n", [record]) == ("loss ‹below 0.6› (below 0.6)\n", [])
-
-
-def test_a_number_is_looked_for_only_since_the_record_before_it():
-    """A record made after other records is not read in a line that an earlier record judged."""
-    text = "a constant 0.420\nloss 0.42 (below 0.6)\n"
-    records = [{"name": "constant", "outcome": "upholds the page", "at": 1},
-               {"name": "loss", "shown": "0.420", "threshold": "below 0.6", "at": 2}]
-    assert "no line printed since the check before it holds that value" in run_all.banded(text, records)[1][0]
-
-
-def test_the_padding_beside_a_band_does_not_depend_on_the_runs_number():
+def test_the_padding_beside_a_number_does_not_depend_on_the_runs_digits(monkeypatch):
     """A column right-aligned beside a number is padded by how wide that number is printed."""
-    records = [{"name": "tf", "shown": "99.1%", "threshold": "above 75%", "at": 1},
-               {"name": "own", "shown": "7.9%", "at": 1}]
-    wide = {**records[0], "shown": "100.0%"}, {**records[1], "shown": "27.9%"}
-    narrow_text = f"right{'99.1% (above 75%)':>25}{'7.9%':>10}  end\n"
-    wide_text = f"right{'100.0% (above 75%)':>25}{'27.9%':>10}  end\n"
-    assert run_all.banded(narrow_text, records) == run_all.banded(wide_text, list(wide)) == (
-        "right ‹above 75%› (above 75%) ‹not judged› end\n", [])
+    monkeypatch.setenv("LESSONS_RECORDS", "1")
+    texts = []
+    for tf, own in (("99.1%", "7.9%"), ("100.0%", "27.9%")):
+        with collected() as records:
+            line = f"right{measured('tf', True, tf, 'above 75%'):>25}{measured('own', None, own):>10}  end\n"
+        texts.append(comparing.compared(line, records))
+    assert texts[0] == texts[1] == ("right ‹this run's number› (above 75%) ‹this run's number› end\n", [])
 
 
 def test_records_are_taken_out_of_the_output_where_they_were_made():
     mark = "\x1f"
     raw = f"line 1\n{mark}{{\"name\": \"x\", \"outcome\": \"upholds the page\"}}\nline 2\n"
-    text, records = run_all.split_records(raw)
-    assert text == "line 1\nline 2\n" and records == [{"name": "x", "outcome": "upholds the page", "at": 1}]
+    text, records = comparing.split_records(raw)
+    assert text == "line 1\nline 2\n" and records == [{"name": "x", "outcome": "upholds the page"}]
 
 
 def test_update_keeps_the_golden_noise_value_when_only_rounding_moved(repo):

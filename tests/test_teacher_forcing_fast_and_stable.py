@@ -13,6 +13,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from check.comparing import THIS_RUN
 from tests.conftest import lesson_run, load_script, main_in_process
 from tests.conftest import main_outcomes as run_main
 
@@ -229,10 +230,10 @@ def test_each_trained_number_is_printed_beside_its_band(runs):
             assert f"{r['shown']} ({r['threshold']})" in result.stdout, r
     compared = result.compared()[0]
     # (the padding beside a band is compared as one space: it depends on the number's width)
-    assert "  totals right ‹above 75%› (above 75%) ‹below 50%› (below 50%)\n" in compared
-    assert "  right with the gold prefix, wrong alone ‹not judged›\n" in compared
-    assert "  right from place 3 on, after one slip ‹below 50%› (below 50%) ‹not judged›\n" in compared
-    assert "largest rise of the loss above its lowest ‹0.25 or less› (0.25 or less) ‹not judged›\n" in compared
+    assert "  totals right ‹this run's number› (above 75%) ‹this run's number› (below 50%)\n" in compared
+    assert "  right with the gold prefix, wrong alone ‹this run's number›\n" in compared
+    assert "  right from place 3 on, after one slip ‹this run's number› (below 50%) ‹this run's number›\n" in compared
+    assert f"largest rise of the loss above its lowest {THIS_RUN} (0.25 or less) {THIS_RUN}\n" in compared
 
 
 LONGER = lesson_run(NAME, "--steps", "150")

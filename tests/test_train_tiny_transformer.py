@@ -11,9 +11,10 @@ session. Measured ranges: week2/NOTES.md, section 12."""
 import contextlib
 import copy
 import io
+import re
 
 from common import OUTPUT_ROOT
-from common.records import CONTRADICTS, NOT_TESTED, RECORDS, UPHOLDS
+from common.records import CLOSE, CONTRADICTS, NOT_TESTED, OPEN, RECORDS, UPHOLDS
 
 import numpy as np
 import pytest
@@ -22,7 +23,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
-from tests.conftest import DEFAULT_RUNS, SCRATCH, SCRIPTS, TRY_ITS, lesson_run, load_script
+from check import comparing
+from check.comparing import THIS_RUN
+from tests.conftest import DEFAULT_RUNS, SCRATCH, SCRIPTS, TRY_ITS, Printed, lesson_run, load_script
 from tests.test_portability import RUNS as PORTABILITY_RUNS
 
 NAME = "week2/12_train_tiny_transformer"
@@ -362,19 +365,22 @@ def test_train_shows_every_step_to_a_window_and_evaluates_the_held_out_strings_a
 
 
 def recorded(show, *args):
-    """What show(*args) prints, and its records by name, each with "at": the lines printed before
-    it (as run_all reads a run: records.py writes each record after the lines it judges)."""
+    """What show(*args) prints (a Printed, as main_in_process's), and its records by name, read as
+    run_all reads a run."""
     out = io.StringIO()
     with pytest.MonkeyPatch.context() as monkeypatch, contextlib.redirect_stdout(out):
         monkeypatch.setenv(RECORDS, "1")
         show(*args)
-    text, records = run_all.split_records(out.getvalue())
-    return text, {r["name"]: r for r in records}
+    text, records = comparing.split_records(out.getvalue())
+    printed = Printed(text.replace(OPEN, "").replace(CLOSE, ""))
+    printed.marked = text
+    return printed, {r["name"]: r for r in records}
 
 
 def banded_as_the_check_reads(text, records):
-    """The printed text with each shown number replaced by its band, and no problem in doing so."""
-    compared, problems = run_all.banded(text, list(records.values()))
+    """The printed text (main_in_process's) as the check reads it, each measured number as this
+    run's, and no problem in doing so."""
+    compared, problems = comparing.compared(text.marked, list(records.values()))
     assert problems == []
     return compared
 
@@ -385,7 +391,7 @@ def test_the_floor_line_judges_the_last_20_steps_on_either_side_of_the_floor(tt,
     out, records = recorded(tt.show_loss, [3.0] * 80 + [1.0] * 20 + [floor + end] * 20)
     assert f"  mean of the last 20 steps, 101-120: {floor + end:.4f} (within 0.01 of the floor {floor:.4f})" in out
     assert records["training loss ends at the floor"]["outcome"] == (UPHOLDS if holds else CONTRADICTS)
-    assert "  mean of the last 20 steps, 101-120: ‹within 0.01 of the floor 0.5372› (within 0.01 of the floor " \
+    assert "  mean of the last 20 steps, 101-120: ‹this run's number› (within 0.01 of the floor " \
            "0.5372)" in banded_as_the_check_reads(out, records)
 
 
@@ -432,8 +438,8 @@ def test_the_exposure_gap_is_judged_at_5_points(tt, free, holds):
     assert records["exposure bias at step 50"]["outcome"] == (UPHOLDS if holds else CONTRADICTS)
     assert {r["outcome"] for name, r in records.items() if name.startswith("right tokens")} == {NOT_TESTED}
     compared = banded_as_the_check_reads(out, records)
-    assert "  fed the gold prefix: ‹not judged›" in compared
-    assert "  free running, points worse: ‹at least 5› (at least 5)" in compared
+    assert "  fed the gold prefix: ‹this run's number›" in compared
+    assert "  free running, points worse: ‹this run's number› (at least 5)" in compared
 
 
 @pytest.mark.parametrize("causal, taught, kept, same, verdict", [
@@ -584,8 +590,8 @@ def test_output_is_the_same_under_every_kernel_setting(runs):
         result = runs[run]
         assert result.returncode == 0, f"{name}: {result.stderr}"
         compared, problems = result.compared()
-        assert problems == [] and compared == golden, f"{name}:\n" + run_all.unified_diff(golden, compared, NAME)
-        assert run_all.checks_text(result.records) == checks, name
+        assert problems == [] and compared == golden, f"{name}:\n" + comparing.unified_diff(golden, compared, NAME)
+        assert comparing.checks_text(result.records) == checks, name
         assert result.stderr == ""  # no progress display when stderr is not a terminal
 
 
@@ -596,13 +602,14 @@ def test_every_trained_number_is_printed_beside_its_band_or_bare(runs):
     result = runs[DEFAULT_RUNS[NAME]]
     lines = result.stdout.splitlines()
     shown = [r for r in result.records if "shown" in r]
-    assert len(shown) >= 18
-    for r in shown:
-        before = "\n".join(lines[:r["at"]])
+    printed = re.findall(f"{OPEN}(.*?){CLOSE}( \\([^()]*\\))?", result.marked)  # each as the check reads it
+    assert len(shown) >= 18 and len(printed) == len(shown)
+    for r, (text, band) in zip(shown, printed, strict=True):
+        assert text == r["shown"], r["name"]
         if r["outcome"] == NOT_TESTED and r["threshold"] is None:
-            assert r["shown"] in before and r.get("why"), r["name"]
+            assert not band and r.get("why"), r["name"]
         else:
-            assert f"{r['shown']} ({r['threshold']})" in before, r
+            assert band == f" ({r['threshold']})", r
     assert [line for line in lines if line.startswith("  mean of the last 20 steps, 381-400: ")
             and line.endswith(" (within 0.01 of the floor 0.5372)")]
 
@@ -645,13 +652,13 @@ def test_a_dropped_sqrt_d_k_fails_the_check_and_names_the_formula(runs):
     itself fails and says the formula is wrong."""
     for run in (DEFAULT_RUNS[NAME], NO_MASK):
         noise = [line for line in lines_of(runs[run]) if line.startswith("max |by hand - torch|=")]
-        assert len(noise) == 1 and run_all.is_noise(run_all.noise_value(noise[0])[1]), noise
+        assert len(noise) == 1 and comparing.is_noise(comparing.noise_value(noise[0])[1]), noise
     golden = run_all.golden_path(NAME).read_text(encoding="utf-8")
     planted = runs[DROPPED_SQRT]
     assert planted.returncode == 0, planted.stderr[-2000:]
     assert outcomes_of(planted)["attention by hand is torch's"] == CONTRADICTS
-    assert not run_all.outputs_match(golden, planted.compared()[0])
-    reasons = run_all.refusals(NAME, planted.stdout)
+    assert not comparing.outputs_match(golden, planted.compared()[0])
+    reasons = comparing.refusals(NAME, planted)
     assert any("max |by hand - torch| should be float rounding noise" in reason and "the formula is wrong" in reason
                for reason in reasons), reasons
 
@@ -761,7 +768,7 @@ def test_a_model_that_writes_longer_strings_right_turns_the_longer_verdict(tt, m
     assert records["strings longer than any trained"]["value"] == "trained lengths 200, 7 digits 200"
     assert records["strings of 7 digits right"]["outcome"] == NOT_TESTED
     assert records["strings of 7 digits right"]["threshold"] is None
-    assert "written right: ‹not judged› (not tested)" in banded_as_the_check_reads(out, records)
+    assert "written right: ‹this run's number› (not tested)" in banded_as_the_check_reads(out, records)
 
 
 @pytest.mark.parametrize("trained, judged", [(200, True), (180, True), (179, False)])
@@ -815,7 +822,7 @@ def test_the_later_input_line_at_its_threshold(tt, model, held, monkeypatch, wit
     assert (f"    before k move by {with_mask:.2g} (below 0.001) with the mask, by {without:.2g} (0.001 or more) "
             "without it") in out
     compared = banded_as_the_check_reads(out, records)  # (the same number twice: each beside its band)
-    assert ("    before k move by ‹below 0.001› (below 0.001) with the mask, by ‹0.001 or more› (0.001 or more) "
+    assert (f"    before k move by {THIS_RUN} (below 0.001) with the mask, by {THIS_RUN} (0.001 or more) "
             "without it") in compared
 
 

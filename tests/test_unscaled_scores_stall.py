@@ -11,6 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from check.comparing import THIS_RUN
 from tests.conftest import lesson_run, load_script, main_in_process
 from tests.conftest import main_outcomes as run_main
 
@@ -144,7 +145,7 @@ def test_default_run_upholds_the_page_and_says_what_a_smaller_rate_does(runs):
     assert [outcomes[name] for name in VERDICTS + COUNTED] == [UPHOLDS] * 11
     assert outcomes[STEP_1] == outcomes[SMALLER] == outcomes[SLOW] == NOT_TESTED
     assert all(r.get("why") for r in result.records if r["outcome"] == NOT_TESTED)  # each says why
-    assert "With a 10 times smaller rate (0.1) the unscaled head's loss ends at ‹not judged› of its start\n  (below " \
+    assert f"With a 10 times smaller rate (0.1) the unscaled head's loss ends at {THIS_RUN} of its start\n  (below " \
            "0.5: it learns), above the scaled head's at 1 (more slowly)" in result.compared()[0]
     assert f"sqrt(d_k) = {math.sqrt(1024):.0f} times" in result.stdout
     assert "times the scaled head's: larger, not close to zero." in result.stdout  # measured, as the notes say
@@ -162,7 +163,7 @@ def test_each_trained_number_is_printed_beside_its_band(runs):
         assert math.isclose(float(r["shown"].rstrip("%")) / (100 if r["shown"].endswith("%") else 1), r["value"],
                             rel_tol=0.05, abs_tol=0.006), r
     compared = result.compared()[0]
-    assert "  reaching W_Q: unscaled ‹below 0.001› (below 0.001), scaled ‹0.001 or more› (0.001 or more)" in compared
+    assert f"  reaching W_Q: unscaled {THIS_RUN} (below 0.001), scaled {THIS_RUN} (0.001 or more)" in compared
 
 
 @pytest.mark.reads(SMALLER_RATE)

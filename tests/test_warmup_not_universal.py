@@ -165,9 +165,9 @@ def test_default_run_upholds_the_page(runs):
     for r in result.records[:4]:  # the run's own number, beside the band its record judges it by
         assert f"   {r['shown']} ({r['threshold']})\n" in result.stdout and r["shown"] == f"{r['value']:.3f}"
     compared = result.compared()[0]
-    assert "  a higher rate, no warm-up       0.05 ‹breaks: above 0.8 or nan› (breaks: above 0.8 or nan)" in compared
+    assert "  a higher rate, no warm-up       0.05 ‹this run's number› (breaks: above 0.8 or nan)" in compared
     # three places: a loss of 0.05 is never read in the peak column 0.05 before it
-    assert "  the higher rate, warm-up        0.05 ‹trains: below 0.5› (trains: below 0.5)" in compared
+    assert "  the higher rate, warm-up        0.05 ‹this run's number› (trains: below 0.5)" in compared
 
 
 NO_RAMP = lesson_run(NAME, "--warmup", "1")

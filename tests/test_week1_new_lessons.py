@@ -10,6 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from check import comparing
 from tests.conftest import load_script, main_in_process, main_outcomes
 
 
@@ -474,7 +475,6 @@ def test_a_block_without_its_second_shortcut_fails_the_noise_lines(monkeypatch):
     """The "+ x" line subtracts the two sublayers' parts from block(x) itself: a block whose FFN
     step drops its "+ x" leaves x - ... far from 0, and the check refuses that noise line
     (and the stages-vs-block line beside it)."""
-    import run_all
 
     module = load_script("week1/07_eli5_one_block")
 
@@ -484,7 +484,7 @@ def test_a_block_without_its_second_shortcut_fails_the_noise_lines(monkeypatch):
 
     monkeypatch.setattr(module.TransformerBlock, "forward", forward)
     out, _ = main_outcomes(module)
-    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == [
+    assert [label for _, label, _ in comparing.noise_over_ceiling(out)] == [
         "max |the stages above, last one - block(x)|", "max |pre-norm by hand - torch "
         "TransformerEncoderLayer(norm_first=True)|", "max |block(x) - attention part - FFN part - x|"]
 
@@ -551,12 +551,11 @@ def test_week1_03_judges_the_glued_heads_by_the_gap_to_torch():
     width first), so no record judges it; a join that glues the heads in the wrong layout
     (each word's numbers read off without the transpose) is d_model wide and passes W^O, and
     the gap to torch's module catches it (run_all's noise ceiling)."""
-    import run_all
 
     module = load_script("week1/03_multihead_shape_check")
     out, outcomes = main_outcomes(module)
     assert outcomes == {}
-    assert run_all.noise_over_ceiling(out) == []
+    assert comparing.noise_over_ceiling(out) == []
 
     def without_the_transpose(H):  # [B, h, T, d_k] -> [B, T, h d_k], read off in the wrong order
         B, h, T, d_k = H.shape
@@ -564,7 +563,8 @@ def test_week1_03_judges_the_glued_heads_by_the_gap_to_torch():
 
     out, _ = main_outcomes(module, join_heads=without_the_transpose)
     assert "concat=[2, 5, 16]" in out
-    assert [label for _, label, _ in run_all.noise_over_ceiling(out)] == ["max |manual - torch.nn.MultiheadAttention|"]
+    labels = [label for _, label, _ in comparing.noise_over_ceiling(out)]
+    assert labels == ["max |manual - torch.nn.MultiheadAttention|"]
 
 
 # ---------------------------------------------------------------- week1/05: Bahdanau's weights

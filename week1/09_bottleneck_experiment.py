@@ -29,7 +29,7 @@ from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, show
 from common.progress import Progress
-from common.records import record, said
+from common.records import measured, record, said
 
 import numpy as np
 import torch
@@ -382,12 +382,11 @@ def show_accuracy(accuracy, rows, args):
     for name, (short, long) in summary.items():
         attention = name == "attention"
         long_band = f"above {HIGH:.2f}" if attention else f"below {LOW:.2f}"
-        short_text, long_text = f"{short:.3f}", f"{long:.3f}"
-        print(f"  {name:14} {f'{short_text} (above {HIGH:.2f})':22} {long_text} ({long_band})")
-        record(f"{name}: share of digits copied right, short rows", short > HIGH, value=short,
-               threshold=f"above {HIGH:.2f}", shown=short_text)
-        record(f"{name}: share of digits copied right, long rows", long > HIGH if attention else long < LOW,
-               value=long, threshold=long_band, shown=long_text)
+        short_text = measured(f"{name}: share of digits copied right, short rows", short > HIGH, f"{short:.3f}",
+                              f"above {HIGH:.2f}", value=short)
+        long_text = measured(f"{name}: share of digits copied right, long rows",
+                             long > HIGH if attention else long < LOW, f"{long:.3f}", long_band, value=long)
+        print(f"  {name:14} {short_text:22} {long_text}")
     exceptions = held_out_exceptions(rows, args.max_len)
     print(f"  held out: {TEST_ROWS} rows per length" + (", except:" if exceptions else ""))
     for line in exceptions:
@@ -427,10 +426,9 @@ def show_only_through_c(models, x, look_back):
     print(f"  fixed-context: digits written that changed: {n_fixed:,} of {x.numel():,} (none)")
     record("fixed-context: digits written that changed, earlier states swapped", n_fixed == 0, value=n_fixed,
            threshold="none")
-    share_text = f"{share:.1%}"
-    print(f"  attention:     digits written that changed: {share_text} (more than {CHANGED:.0%})")
-    record("attention: share of digits written that changed, earlier states swapped", share > CHANGED, value=share,
-           threshold=f"more than {CHANGED:.0%}", shown=share_text)
+    share_text = measured("attention: share of digits written that changed, earlier states swapped", share > CHANGED,
+                          f"{share:.1%}", f"more than {CHANGED:.0%}", value=share)
+    print(f"  attention:     digits written that changed: {share_text}")
     holds = only_through_c(changed)
     print("Verdict (section 1): the fixed-context decoder knows the row only through c; the attention one\n"
           f"  reads the other states too: {said(holds)}")
@@ -449,18 +447,18 @@ def show_detail(models, few, every, look_back):
     print(f"\nSection 1: \"long or detail-rich inputs strain it\": more detail at one length. The "
           f"fixed-context\nmodel on {len(few)} held-out rows of {T} digits drawn from {FEW} digits each ({FEW} picked "
           f"per row), and on\nits {len(every)} rows drawn from all {DIGITS}; share of their digits copied right:")
-    few_text, all_text, gap_text = (f"{right['fixed-context', 'few']:.3f}", f"{right['fixed-context', 'all']:.3f}",
-                                    f"{gap:.3f}")
+    few_right, all_right = right["fixed-context", "few"], right["fixed-context", "all"]
+    why = "shown, not judged on its own: the gap below is"
+    few_text = measured(f"rows of {FEW} digits: share of digits copied right", None, f"{few_right:.3f}",
+                        value=few_right, why=why)
     print(f"  rows of {FEW} digits:      {few_text}")
-    record(f"rows of {FEW} digits: share of digits copied right", None, value=right["fixed-context", "few"],
-           shown=few_text, why="shown, not judged on its own: the gap below is")
+    all_text = measured(f"rows of all {DIGITS} digits: share of digits copied right", None, f"{all_right:.3f}",
+                        value=all_right, why=why)
     print(f"  rows of all {DIGITS} digits: {all_text}")
-    record(f"rows of all {DIGITS} digits: share of digits copied right", None, value=right["fixed-context", "all"],
-           shown=all_text, why="shown, not judged on its own: the gap below is")
-    print(f"  the rows of {FEW} digits get more right by {gap_text} ({DETAIL_GAP:.2f} or more)")
-    holds = copied_better_with_fewer_digits(right["fixed-context", "few"], right["fixed-context", "all"])
-    record(f"rows of {FEW} digits less rows of all {DIGITS}: share copied right", holds, value=gap,
-           threshold=f"{DETAIL_GAP:.2f} or more", shown=gap_text)
+    holds = copied_better_with_fewer_digits(few_right, all_right)
+    gap_text = measured(f"rows of {FEW} digits less rows of all {DIGITS}: share copied right", holds, f"{gap:.3f}",
+                        f"{DETAIL_GAP:.2f} or more", value=gap)
+    print(f"  the rows of {FEW} digits get more right by {gap_text}")
     print(f"Verdict (section 1): at {T} digits the fixed-context model copies the rows of {FEW} digits better than\n"
           f"  the rows of all {DIGITS}, by {DETAIL_GAP:.2f} or more: {said(holds)}")
     record("detail-rich rows strain c", holds,
@@ -468,12 +466,12 @@ def show_detail(models, few, every, look_back):
            threshold=f"the rows of {FEW} digits at least {DETAIL_GAP:.2f} more right")
     print(f"  (what this does not isolate: training saw only rows of all {DIGITS} digits, so rows of {FEW} are "
           "unfamiliar\n  as well as plainer; other lengths and longer training: week1/NOTES.md, section 09)")
-    attention_text = f"{attention_gap:+.3f}"
+    attention_text = measured(f"the attention model: rows of {FEW} digits less rows of all {DIGITS}", None,
+                              f"{attention_gap:+.3f}", value=attention_gap, why="shown, not judged: beside the "
+                              f"fixed-context model's gap, what rows of {FEW} digits do to a model whose note is not "
+                              "its only road")
     print(f"  the attention model on the same rows, for comparison: rows of {FEW} digits less rows of all {DIGITS}, "
           f"{attention_text}")
-    record(f"the attention model: rows of {FEW} digits less rows of all {DIGITS}", None, value=attention_gap,
-           shown=attention_text, why="shown, not judged: beside the fixed-context model's gap, what rows of "
-           f"{FEW} digits do to a model whose note is not its only road")
 
 
 def show_strain_not_law(accuracy, rows):
@@ -482,19 +480,16 @@ def show_strain_not_law(accuracy, rows):
     print("\nSection 1's note, \"a strain, not a law\": the fixed-context model length by length, on held-out "
           "rows:")
     top, bottom = max(fixed.values()), min(fixed.values())
-    top_text, bottom_text = f"{top:.3f}", f"{bottom:.3f}"
+    top_text, bottom_text = (measured(f"the fixed-context model's {end} share right over the lengths", None,
+                                      f"{value:.3f}", value=value,
+                                      why="shown, not judged: the fall it spans is the measure of the step below")
+                             for end, value in (("highest", top), ("lowest", bottom)))
     print(f"  its share right falls from {top_text} at its highest to {bottom_text} at its lowest")
-    record("the fixed-context model's highest share right over the lengths", None, value=top, shown=top_text,
-           why="shown, not judged: the fall it spans is the measure of the step below")
-    record("the fixed-context model's lowest share right over the lengths", None, value=bottom, shown=bottom_text,
-           why="shown, not judged: the fall it spans is the measure of the step below")
     step = largest_step(fixed)
     gradual = step < ONE_STEP
-    step_text = f"{step:.1%}"
-    print(f"  its largest step from one length to the next, as a share of that fall: {step_text} "
-          f"(less than {ONE_STEP:.0%})")
-    record("the fixed-context model breaks at no one length", gradual, value=step,
-           threshold=f"less than {ONE_STEP:.0%}", shown=step_text)
+    step_text = measured("the fixed-context model breaks at no one length", gradual, f"{step:.1%}",
+                         f"less than {ONE_STEP:.0%}", value=step)
+    print(f"  its largest step from one length to the next, as a share of that fall: {step_text}")
     long = short_and_long(accuracy, rows)[1]["attention"][1]
     holds = gradual and long > HIGH
     print("Verdict (section 1, note): a strain, not a law (the fixed-context model falls length by length;\n"
@@ -517,13 +512,12 @@ def show_alignment(alpha8, example_alpha, rows, table):
     record("every row of the alignment tables sums to 1", max(abs(low - 1), abs(high - 1)) < SUMS_TO_1,
            value=f"{low:.9f} to {high:.9f}", threshold=f"every row within {SUMS_TO_1:g} of 1")
     on_digit, soft = share_on_copied_digit(alpha8), soft_share(alpha8)
-    on_text, soft_text = f"{on_digit:.1%}", f"{soft:.1%}"
-    print(f"  the writing steps that look hardest at the very digit they copy: {on_text} (at least {ALIGNED:.0%})")
-    record("the biggest weight is on the digit copied", on_digit >= ALIGNED, value=on_digit,
-           threshold=f"at least {ALIGNED:.0%}", shown=on_text)
-    print(f"  of those, the steps whose weight there is below {SOFT:.2f}: {soft_text} (more than {MOST:.0%})")
-    record("the weight on the digit copied is soft", soft > MOST, value=soft, threshold=f"more than {MOST:.0%}",
-           shown=soft_text)
+    on_text = measured("the biggest weight is on the digit copied", on_digit >= ALIGNED, f"{on_digit:.1%}",
+                       f"at least {ALIGNED:.0%}", value=on_digit)
+    print(f"  the writing steps that look hardest at the very digit they copy: {on_text}")
+    soft_text = measured("the weight on the digit copied is soft", soft > MOST, f"{soft:.1%}", f"more than {MOST:.0%}",
+                         value=soft)
+    print(f"  of those, the steps whose weight there is below {SOFT:.2f}: {soft_text}")
     if table:
         print(f"  the table for the row {' '.join(map(str, EXAMPLE))}:")
         print("           reads " + "    ".join(map(str, EXAMPLE)))

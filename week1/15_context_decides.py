@@ -34,7 +34,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, show
 from common.printing import n_params
 from common.progress import Progress
-from common.records import record, said
+from common.records import measured, record, said
 
 import numpy as np
 import torch
@@ -406,17 +406,16 @@ def show_held_out(model, data, hide):
     final = evaluate(model, *data[2:], hide)  # the held-out sentences: never in a training batch
     n_held, n_right, kinds = len(data[2]), int(final["right"].sum()), looks_by_kind(final)
     print(f"\nOn the {n_held} held-out sentences (noun pairs it never saw):")
-    right, band = f"{n_right}/{n_held}", f"at least {ACCURATE:.0%} of {n_held}"
-    print(f"  \"what is it?\" answered with the noun it means: {right} ({band})")
-    record("held-out answers right", n_right >= ACCURATE * n_held, value=n_right, threshold=band, shown=right)
+    right = measured("held-out answers right", n_right >= ACCURATE * n_held, f"{n_right}/{n_held}",
+                     f"at least {ACCURATE:.0%} of {n_held}", value=n_right)
+    print(f"  \"what is it?\" answered with the noun it means: {right}")
     print(f"  where \"it\" looks in layer 2 (it has one head, so nothing is averaged), among all {T} words:")
     for kind, words in (("animal", FITS_ANIMAL), ("place", FITS_PLACE)):
         looking, of = kinds[kind]
-        counted, band = f"{looking}/{of}", f"at least {LOOKS:.0%} of {of}"
         print(f"    {kind} adjectives ({', '.join(words[:2])}, ...):")
-        print(f"      held-out sentences where \"it\" looks hardest at the noun it means: {counted} ({band})")
-        record(f"held-out, {kind} adjectives: it looks hardest at the {kind}", looking >= LOOKS * of, value=looking,
-               threshold=band, shown=counted)
+        counted = measured(f"held-out, {kind} adjectives: it looks hardest at the {kind}", looking >= LOOKS * of,
+                           f"{looking}/{of}", f"at least {LOOKS:.0%} of {of}", value=looking)
+        print(f"      held-out sentences where \"it\" looks hardest at the noun it means: {counted}")
     print("  why this picture is the mechanism here: layer 2 is built as a fetch (\"it\" hands on only the")
     print("  words it looks at, and the answer is the word it fetched), so looking is the only road to the")
     print("  answer. In the usual layer (values mixed by layer 1, W_V, W_O, a residual, an output layer)")
@@ -488,12 +487,11 @@ def show_usual_layer(n_right, kinds, usual):
             ("\"it\" looks hardest at the noun it means", looking, usual_looking, f"fewer than {LOOKS:.0%} of {n_held}",
              usual_looking < LOOKS * n_held))
     for label, fetch_count, usual_count, band, holds in rows:
-        fetch, theirs = f"{fetch_count}/{n_held}", f"{usual_count}/{n_held}"
-        print(f"  {label:40} {fetch:20} {theirs} ({band})")
-        record(f"the usual layer 2: {label}", holds, value=usual_count, threshold=band, shown=theirs)
-        record(f"the fetch: {label}", None, value=fetch_count, shown=fetch,
-               why="the fetch's count, judged above (by kind of adjective for the looks); repeated beside the "
-               "usual layer's")
+        fetch = measured(f"the fetch: {label}", None, f"{fetch_count}/{n_held}", value=fetch_count,
+                         why="the fetch's count, judged above (by kind of adjective for the looks); repeated beside "
+                         "the usual layer's")
+        theirs = measured(f"the usual layer 2: {label}", holds, f"{usual_count}/{n_held}", band, value=usual_count)
+        print(f"  {label:40} {fetch:20} {theirs}")
     # The caution needs right answers to explain: a usual layer that answers wrong tests nothing.
     holds = None if usual_right < ACCURATE * n_held else usual_looking < LOOKS * n_held
     print(f"Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
@@ -522,11 +520,11 @@ def show_layer_1(model, adjective, hide):
     for word, at in ((noun, words.index(noun)), (adjective, ADJECTIVE_AT)):
         print(f"    {word:10} " + " ".join(f"{bar(w):10}" for w in alpha1[:, at].tolist()).rstrip())
     most = alpha1[:, ADJECTIVE_AT].max().item()
-    print(f"  the most one head puts on \"{adjective}\" here: {most:.2f}")
+    shown = measured("layer 1: another head links it to the adjective", None, f"{most:.2f}", value=most,
+                     why="shown, not judged: which head reads the adjective, and how hard, changes with the seed")
+    print(f"  the most one head puts on \"{adjective}\" here: {shown}")
     print(f"  Which layer-1 head, if any, links \"it\" to \"{adjective}\" changes with the seed (measured over seeds:")
     print("  week1/NOTES.md, section 15), so no claim about it is judged here.")
-    record("layer 1: another head links it to the adjective", None, value=most, shown=f"{most:.2f}",
-           why="shown, not judged: which head reads the adjective, and how hard, changes with the seed")
 
 
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live window

@@ -34,7 +34,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import Blit, View, add_slider, show
 from common.printing import n_params
 from common.progress import Progress
-from common.records import record, said
+from common.records import measured, record, said
 
 import numpy as np
 import torch
@@ -418,32 +418,27 @@ def lesson(args):
     maps = attention_maps(model, sentence)
     new_from = int((~seen[k]).nonzero()[0, 0])  # the first word whose sentence so far is not in training
     show_example(maps, sentence, m["roles"], new_from)
-    measured = {h: m if h == heads else measure(train(args.seed, h, task, stream), held, seen)
+    by_heads = {h: m if h == heads else measure(train(args.seed, h, task, stream), held, seen)
                 for h in sorted({heads, *COMPARED})}  # the same training with other numbers of heads
-    show_one_head(measured, heads, task)
-    show_more_heads(measured[MORE], task)
+    show_one_head(by_heads, heads, task)
+    show_more_heads(by_heads[MORE], task)
     print(save_figure(plot(maps, sentence, m["roles"], new_from), figure_path(args, FIGURE)))
     return model, held, m, sentence
 
 
-def beside(text, band):
-    """A measured number as printed: beside the band its claim judges it by; bare where none does."""
-    return text if band is None else f"{text} ({band})"
-
-
-def record_number(name, value, band, text):
-    """The record of a number just printed as `text`: judged by its band, or not judged (band None)."""
-    record(name, None if band is None else IN_BAND[band](value), value=value, threshold=band, shown=text)
+def number(name, value, band, text):
+    """A measured number as printed, `text` beside the band its claim judges it by (bare where none
+    does: band None), and its record."""
+    return measured(name, None if band is None else IN_BAND[band](value), text, band, value=value)
 
 
 def show_blanks(label, where, acc, bands, width, after=""):
     """A row of blanks filled right, '(a) 99.8% (above 80%), (b) 99.9% (above 80%)', then each
     blank's record. bands: {blank: its band, or None where no claim judges it}, the trained
     blanks only (a blank the task leaves out reads 'not trained')."""
-    cells = [f"({q}) {beside(f'{acc[q]:.1%}', bands[q])}" if q in bands else f"({q}) not trained" for q in "ab"]
+    cells = [f"({q}) {number(f'{where}: blank ({q}) filled right', acc[q], bands[q], f'{acc[q]:.1%}')}"
+             if q in bands else f"({q}) not trained" for q in "ab"]
     print(f"  {label:{width}} {', '.join(cells)}{after}")
-    for q, band in bands.items():
-        record_number(f"{where}: blank ({q}) filled right", acc[q], band, f"{acc[q]:.1%}")
 
 
 def summary(acc):
@@ -523,11 +518,11 @@ def show_roles(m, heads):
     print("or more came earlier (there the word before, the first noun and the latest noun are three")
     print("different words)")
     for h, ((b, n), role) in enumerate(zip(m["shares"], head_roles, strict=True)):
-        on_before, on_noun = f"{b:.3f}", f"{n:.3f}"  # bare: the role records below judge them, by ROLE_RULE
+        # bare: the role records below judge them, by ROLE_RULE
+        on_before = number(f"head {h + 1}: share on the word just before", b, None, f"{b:.3f}")
+        on_noun = number(f"head {h + 1}: share on the first noun", n, None, f"{n:.3f}")
         print(f"  head {h + 1}: on the word just before {on_before}, on the first noun {on_noun}:\n    "
               + (f"it {ROLE_TITLES[role]}" if role else "no single role"))
-        record_number(f"head {h + 1}: share on the word just before", b, None, on_before)
-        record_number(f"head {h + 1}: share on the first noun", n, None, on_noun)
         record(f"head {h + 1} takes one role", role is not None if heads == 2 else None, value=f"{b:.4f}, {n:.4f}",
                threshold=ROLE_RULE)
     if heads > 2:
@@ -606,21 +601,21 @@ def show_example(maps, sentence, head_roles, new_from):
         print(f"  {word:8} " + " ".join(f"{c:16}" for c in cells).rstrip())
 
 
-def show_one_head(measured, heads, task):
-    """The same training with one head beside more (measured: {heads: measure()}), where the two
+def show_one_head(by_heads, heads, task):
+    """The same training with one head beside more (by_heads: {heads: measure()}), where the two
     answers are different nouns, and the verdict: one pattern can only focus one way. Judged
     only where two blanks are trained and the models with more heads fill both: else a blank the
     one head fails may be one no model has learned."""
     trained = TASKS[task]
     print("\n\"One pass catches one kind of relationship\" (ELI5 page): the same training with one head,")
     print("beside more, at the held-out words whose two answers are different nouns: blanks filled right")
-    lone, more = measured[1], [mh for h, mh in measured.items() if h > 1]
+    lone, more = by_heads[1], [mh for h, mh in by_heads.items() if h > 1]
     both = len(trained) == 2  # one blank: one way of looking is enough
     filled_by_more = all(filled(mh["clash"], trained) for mh in more)
     worse = min(trained, key=lone["clash"].get)  # the one head's blank the claim reads
     tested = both and filled_by_more
     holds = lone["clash"][worse] < WRONG if tested else None
-    for h, mh in measured.items():
+    for h, mh in by_heads.items():
         label = f"{h} head{'s' * (h > 1)}"
         bands = {q: (FILLED if both else None) if h > 1 else BROKEN if tested and q == worse else None
                  for q in trained}
@@ -636,7 +631,7 @@ def show_one_head(measured, heads, task):
           f"at those words\n  (below {WRONG:.0%}), and more heads fill both (above {RIGHT:.0%}): {said(holds)}"
           if tested else textwrap.fill(f"{verdict}not tested: {why}", 98, subsequent_indent="  "))
     record("one head can only focus one way", holds,
-           value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in measured.items()),
+           value="; ".join(f"{h} head{'s' * (h > 1)}: {summary(mh['clash'])}" for h, mh in by_heads.items()),
            threshold=f"one head: its worse blank below {WRONG:.0%}; more heads: both above {RIGHT:.0%}", why=why)
 
 
@@ -661,9 +656,9 @@ def show_more_heads(m, task):
         show_blanks(where, f"{heads} heads, {where}", acc, {q: None for q in trained}, width=29)
     kept = least_harm(m, trained)
     band = KEPT if learned else None  # with the blanks never filled, a knock-out can show nothing
-    print(f"  the knock-out alone that harms least leaves its worse blank at {beside(f'{kept:.1%}', band)}")
-    record_number(f"{heads} heads, the knock-out alone that harms least: its worse blank filled right", kept, band,
-                  f"{kept:.1%}")
+    kept_text = number(f"{heads} heads, the knock-out alone that harms least: its worse blank filled right", kept,
+                       band, f"{kept:.1%}")
+    print(f"  the knock-out alone that harms least leaves its worse blank at {kept_text}")
     holds = kept >= WRONG if learned else None
     who = (f"head {spare[0] + 1}, knocked out alone, breaks" if len(spare) == 1 else
            f"heads {', '.join(str(h + 1) for h in spare)}, each knocked out alone, break")

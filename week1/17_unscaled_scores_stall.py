@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, Lesson, float_range, int_range, knob
 from common.printing import readable
-from common.records import record, said
+from common.records import measured, record, said
 
 import torch
 
@@ -173,17 +173,12 @@ def lesson(args):
 
     print(f"\nLate in training (steps {STEPS - LATE + 1} to {STEPS}), the gradient's median size / at step 1:")
     (un_Q, un_K), (sc_Q, sc_K) = late_shares(un), late_shares(sc)
-    quiet_Q, quiet_K, kept_Q, kept_K = (f"{share:.2g}" for share in (un_Q, un_K, sc_Q, sc_K))
-    print(f"  reaching W_Q: unscaled {quiet_Q} (below {QUIET:g}), scaled {kept_Q} ({QUIET:g} or more)")
-    record("late gradient reaching W_Q, unscaled", un_Q < QUIET, value=un_Q, threshold=f"below {QUIET:g}",
-           shown=quiet_Q)
-    record("late gradient reaching W_Q, scaled", sc_Q >= QUIET, value=sc_Q, threshold=f"{QUIET:g} or more",
-           shown=kept_Q)
-    print(f"  reaching W_K: unscaled {quiet_K} (below {QUIET:g}), scaled {kept_K} ({QUIET:g} or more)")
-    record("late gradient reaching W_K, unscaled", un_K < QUIET, value=un_K, threshold=f"below {QUIET:g}",
-           shown=quiet_K)
-    record("late gradient reaching W_K, scaled", sc_K >= QUIET, value=sc_K, threshold=f"{QUIET:g} or more",
-           shown=kept_K)
+    for W, un_share, sc_share in (("W_Q", un_Q, sc_Q), ("W_K", un_K, sc_K)):
+        unscaled = measured(f"late gradient reaching {W}, unscaled", un_share < QUIET, f"{un_share:.2g}",
+                            f"below {QUIET:g}", value=un_share)
+        scaled = measured(f"late gradient reaching {W}, scaled", sc_share >= QUIET, f"{sc_share:.2g}",
+                          f"{QUIET:g} or more", value=sc_share)
+        print(f"  reaching {W}: unscaled {unscaled}, scaled {scaled}")
     quiet = goes_quiet(un, sc)
     print(f"Verdict: then the gradients are close to zero (below {QUIET:g} of their size at step 1)\n"
           f"  without the scaling, not with it: {said(quiet)}")
@@ -192,19 +187,16 @@ def lesson(args):
            threshold=f"late median / step 1: unscaled below {QUIET:g}, scaled {QUIET:g} or more")
 
     print(f"\nAfter {STEPS} steps, on the held-out queries:")
-    stuck, learned = f"{loss_left(un):.2f}", f"{loss_left(sc):.3f}"
-    print(f"  loss, as a share of its start: unscaled {stuck} (above {STALLED:g}), scaled {learned} "
-          f"(below {TRAINED:g})")
-    record("held-out loss after / before, unscaled", loss_left(un) > STALLED, value=loss_left(un),
-           threshold=f"above {STALLED:g}", shown=stuck)
-    record("held-out loss after / before, scaled", loss_left(sc) < TRAINED, value=loss_left(sc),
-           threshold=f"below {TRAINED:g}", shown=learned)
-    missed, found = f"{un['after']['found']:.0%}", f"{sc['after']['found']:.0%}"
-    print(f"  right word found: unscaled {missed} (below {NOT_FOUND:.0%}), scaled {found} (above {FOUND:.0%})")
-    record("right word found after training, unscaled", un["after"]["found"] < NOT_FOUND, value=un["after"]["found"],
-           threshold=f"below {NOT_FOUND:.0%}", shown=missed)
-    record("right word found after training, scaled", sc["after"]["found"] > FOUND, value=sc["after"]["found"],
-           threshold=f"above {FOUND:.0%}", shown=found)
+    stuck = measured("held-out loss after / before, unscaled", loss_left(un) > STALLED, f"{loss_left(un):.2f}",
+                     f"above {STALLED:g}", value=loss_left(un))
+    learned = measured("held-out loss after / before, scaled", loss_left(sc) < TRAINED, f"{loss_left(sc):.3f}",
+                       f"below {TRAINED:g}", value=loss_left(sc))
+    print(f"  loss, as a share of its start: unscaled {stuck}, scaled {learned}")
+    missed = measured("right word found after training, unscaled", un["after"]["found"] < NOT_FOUND,
+                      f"{un['after']['found']:.0%}", f"below {NOT_FOUND:.0%}", value=un["after"]["found"])
+    found = measured("right word found after training, scaled", sc["after"]["found"] > FOUND,
+                     f"{sc['after']['found']:.0%}", f"above {FOUND:.0%}", value=sc["after"]["found"])
+    print(f"  right word found: unscaled {missed}, scaled {found}")
     stalled = stalls(un, sc)
     if stalled is None:
         print(f"Verdict: not tested: at this rate the scaled head did not train either\n  (its loss stayed at "
@@ -217,14 +209,13 @@ def lesson(args):
            value=f"unscaled {loss_left(un):.2f}, scaled {loss_left(sc):.3f}",
            threshold=f"held-out loss after / before: unscaled above {STALLED:g}, scaled below {TRAINED:g}")
 
-    left = f"{loss_left(slow):.2f}"
+    left = measured("the unscaled head at a smaller rate: held-out loss after / before", None,
+                    f"{loss_left(slow):.2f}", value=loss_left(slow), why="the page makes no claim about a smaller rate")
     learns, slower = loss_left(slow) < STALLED, slow["after"]["loss"] > sc["after"]["loss"]
     pace = "above the scaled head's at {:g} (more slowly)" if slower else "below the scaled head's at {:g} (as fast)"
     print(f"With a {SLOWER} times smaller rate ({lr / SLOWER:g}) the unscaled head's loss ends at {left} of its start\n"
           f"  ({'below' if learns else 'above'} {STALLED:g}: {'it learns' if learns else 'it stalls too'}), "
           f"{pace.format(lr)}: how much it stalls depends on the rate.")
-    record("the unscaled head at a smaller rate: held-out loss after / before", None, value=loss_left(slow),
-           shown=left, why="the page makes no claim about a smaller rate")
     record("a smaller rate lets the unscaled head learn, more slowly", None,
            value=f"{loss_left(slow):.2f} of its start; {slow['after']['loss']:.2f} against {sc['after']['loss']:.2f}",
            threshold=f"held-out loss after / before below {STALLED:g}; after above the scaled head's",

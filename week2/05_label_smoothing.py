@@ -23,7 +23,7 @@ from common import run
 from common.cli import SEED, Lesson, float_range, int_range, knob
 from common.live import Blit, View, add_slider, allowed, show
 from common.printing import vec
-from common.records import record, said
+from common.records import measured, record, said
 
 import numpy as np
 import torch
@@ -173,31 +173,26 @@ def over_confidence(epsilon, seed):
     print(f"trained: a small classifier, {CLASSES} classes, {STEPS} steps, with epsilon={epsilon:g} and without "
           f"smoothing\ntested on {TESTED:,} new points:")
     near = f"within {NEAR:g} of its target's gold share {cap:.3f}"
-    shown = f"{sure:.3f}"
-    print(f"  median largest probability with smoothing {shown} " + (
-        f"({near})" if smoothing else "(epsilon 0: nothing smoothed, no contrast)"))
-    record("the smoothed model's median confidence sits near its target",
-           abs(sure - cap) <= NEAR if smoothing else None, value=sure, threshold=near if smoothing else None,
-           shown=shown, why=why)
-    shown = f"{plain:.3f}"
-    print(f"  median largest probability without        {shown} (above {PUSHED:g}), pushed toward 1")
-    record("without smoothing, the probabilities are pushed toward 1", plain > PUSHED, value=plain,
-           threshold=f"above {PUSHED:g}", shown=shown)
+    no_contrast = "" if smoothing else " (epsilon 0: nothing smoothed, no contrast)"
+    shown = measured("the smoothed model's median confidence sits near its target",
+                     abs(sure - cap) <= NEAR if smoothing else None, f"{sure:.3f}", near if smoothing else None,
+                     value=sure, why=why)
+    print(f"  median largest probability with smoothing {shown}{no_contrast}")
+    shown = measured("without smoothing, the probabilities are pushed toward 1", plain > PUSHED, f"{plain:.3f}",
+                     f"above {PUSHED:g}", value=plain)
+    print(f"  median largest probability without        {shown}, pushed toward 1")
     print(f"  growth of the median gap between the two largest scores, step {STEPS // 2} to {STEPS}:")
-    shown = f"{settles:.3f}"
-    print(f"    with smoothing {shown} " + (f"(less than {SETTLED:g} either way), it settles" if smoothing else
-                                          "(epsilon 0: nothing smoothed, no contrast)"))
-    record("with smoothing, the scores settle", abs(settles) < SETTLED if smoothing else None, value=settles,
-           threshold=f"less than {SETTLED:g} either way" if smoothing else None, shown=shown, why=why)
-    shown = f"{grows:.3f}"
-    print(f"    without        {shown} (more than {GROWING:g}), they keep growing")
-    record("without smoothing, the scores keep growing", grows > GROWING, value=grows,
-           threshold=f"more than {GROWING:g}", shown=shown)
-    shown, plain_shown = f"{right:.1%}", f"{plain_right:.1%}"
-    print(f"  right: {shown} (above {RIGHT:.0%}) with smoothing, {plain_shown} (above {RIGHT:.0%}) without")
-    record("the smoothed model is right", right > RIGHT, value=right, threshold=f"above {RIGHT:.0%}", shown=shown)
-    record("the plain model is right", plain_right > RIGHT, value=plain_right, threshold=f"above {RIGHT:.0%}",
-           shown=plain_shown)
+    shown = measured("with smoothing, the scores settle", abs(settles) < SETTLED if smoothing else None,
+                     f"{settles:.3f}", f"less than {SETTLED:g} either way" if smoothing else None, value=settles,
+                     why=why)
+    print(f"    with smoothing {shown}" + (", it settles" if smoothing else no_contrast))
+    shown = measured("without smoothing, the scores keep growing", grows > GROWING, f"{grows:.3f}",
+                     f"more than {GROWING:g}", value=grows)
+    print(f"    without        {shown}, they keep growing")
+    shown = measured("the smoothed model is right", right > RIGHT, f"{right:.1%}", f"above {RIGHT:.0%}", value=right)
+    plain_shown = measured("the plain model is right", plain_right > RIGHT, f"{plain_right:.1%}", f"above {RIGHT:.0%}",
+                           value=plain_right)
+    print(f"  right: {shown} with smoothing, {plain_shown} without")
     holds = (abs(sure - cap) <= NEAR and abs(settles) < SETTLED and plain > PUSHED and grows > GROWING
              and min(right, plain_right) > RIGHT) if smoothing else None
     print("Verdict: with smoothing the model's confidence settles near its target; without it the\n"

@@ -32,7 +32,7 @@ from common.figures import figure_path, plt, save_figure
 from common.live import Blit, TrainingWindow, View, show
 from common.printing import n_params, yes
 from common.progress import Progress
-from common.records import record, said
+from common.records import measured, record, said
 
 import numpy as np
 import torch
@@ -504,14 +504,13 @@ def show_loss(losses):
              if losses[0] > math.log(N_WORDS) else ")"))
     if len(losses) >= 100:
         early = float(np.mean(losses[80:100]))
-        print(f"  mean of steps 81-100: {early:.4f} (below {FALLEN:.2f})")
-        record("training loss fallen by step 100", early < FALLEN, value=early, threshold=f"below {FALLEN:.2f}",
-               shown=f"{early:.4f}")
+        fallen = measured("training loss fallen by step 100", early < FALLEN, f"{early:.4f}", f"below {FALLEN:.2f}",
+                          value=early)
+        print(f"  mean of steps 81-100: {fallen}")
     end = float(np.mean(losses[-20:]))
-    print(f"  mean of the last 20 steps, {len(losses) - 19}-{len(losses)}: {end:.4f} (within {NEAR_FLOOR:g} of the "
-          f"floor {floor:.4f})")
-    record("training loss ends at the floor", abs(end - floor) < NEAR_FLOOR, value=end,
-           threshold=f"within {NEAR_FLOOR:g} of the floor {floor:.4f}", shown=f"{end:.4f}")
+    ends = measured("training loss ends at the floor", abs(end - floor) < NEAR_FLOOR, f"{end:.4f}",
+                    f"within {NEAR_FLOOR:g} of the floor {floor:.4f}", value=end)
+    print(f"  mean of the last 20 steps, {len(losses) - 19}-{len(losses)}: {ends}")
 
 
 def show_exposure(early):
@@ -519,17 +518,17 @@ def show_exposure(early):
     print(f"\nexposure bias (section 1), measured at step {EARLY} while the model is still learning: right tokens")
     print("  on the held-out strings when it is fed the gold prefix (teacher forcing) and when it is fed its")
     print("  own earlier guesses (free running, as in real use)")
-    forced, free = f"{early['forced']:.1%}", f"{early['free']:.1%}"
+    why = "shown, not judged: the claim is the gap"
+    forced = measured(f"right tokens at step {EARLY}, with the gold prefix", None, f"{early['forced']:.1%}",
+                      value=early["forced"], why=why)
     print(f"  fed the gold prefix:       {forced}")
-    record(f"right tokens at step {EARLY}, with the gold prefix", None, value=early["forced"], shown=forced,
-           why="shown, not judged: the claim is the gap")
+    free = measured(f"right tokens at step {EARLY}, with its own guesses", None, f"{early['free']:.1%}",
+                    value=early["free"], why=why)
     print(f"  fed its own guesses:       {free}")
-    record(f"right tokens at step {EARLY}, with its own guesses", None, value=early["free"], shown=free,
-           why="shown, not judged: the claim is the gap")
     gap = early["forced"] - early["free"]
-    print(f"  free running, points worse: {100 * gap:.1f} (at least {100 * WORSE:g})")
-    record(f"exposure bias at step {EARLY}", gap >= WORSE, value=100 * gap, threshold=f"at least {100 * WORSE:g}",
-           shown=f"{100 * gap:.1f}")
+    worse = measured(f"exposure bias at step {EARLY}", gap >= WORSE, f"{100 * gap:.1f}", f"at least {100 * WORSE:g}",
+                     value=100 * gap)
+    print(f"  free running, points worse: {worse}")
     print("  (one wrong guess becomes a wrong input for every later step)")
 
 
@@ -537,33 +536,31 @@ def show_mask(model, final, held_src, held_tgt, causal):
     """The causal mask (section 2): what training teaches with the answer key in view, written alone."""
     print("\nthe causal mask (section 2): does what it learned with the answer key in view carry over to")
     print("writing on its own?")
-    forced = f"{final['forced_exact']}/{HELD_OUT}"
-    print(f"  held-out strings right at every position with the gold prefix: {forced} (all {HELD_OUT})")
-    record("held-out strings right at every position with the gold prefix", final["forced_exact"] == HELD_OUT,
-           value=final["forced_exact"], threshold=f"all {HELD_OUT}", shown=forced)
-    alone, kept = f"{final['both_exact']}/{final['forced_exact']}", final["both_exact"] == final["forced_exact"]
-    band = "all of them" if causal else "fewer than all of them"
-    print(f"    of those, written right on its own: {alone} ({band})")
-    record("of those, written right on its own", kept if causal else not kept, value=final["both_exact"],
-           threshold=band, shown=alone)
+    forced = measured("held-out strings right at every position with the gold prefix",
+                      final["forced_exact"] == HELD_OUT, f"{final['forced_exact']}/{HELD_OUT}", f"all {HELD_OUT}",
+                      value=final["forced_exact"])
+    print(f"  held-out strings right at every position with the gold prefix: {forced}")
+    kept = final["both_exact"] == final["forced_exact"]
+    alone = measured("of those, written right on its own", kept if causal else not kept,
+                     f"{final['both_exact']}/{final['forced_exact']}",
+                     "all of them" if causal else "fewer than all of them", value=final["both_exact"])
+    print(f"    of those, written right on its own: {alone}")
     dec_in, real = shift_right(held_tgt), held_tgt != PAD
     with torch.inference_mode():
         at_once = model(held_src, dec_in, causal)[0]  # [N, T, V]: training's way
     one_by_one = prefix_by_prefix(model, held_src, dec_in, causal)  # [N, T, V]: generation's way
     apart = (at_once - one_by_one)[real].abs().max().item()
-    band = f"below {SAME:g}" if causal else f"{SAME:g} or more"
+    differ = measured("position t's scores the same prefix by prefix as in one pass", (apart < SAME) == causal,
+                      f"{apart:.2g}", f"below {SAME:g}" if causal else f"{SAME:g} or more", value=apart)
     print("  position t's scores, from the whole gold input at once (as in training) and from only its first")
-    print(f"    t + 1 words (as while generating), differ by {apart:.2g} ({band})")
-    record("position t's scores the same prefix by prefix as in one pass", (apart < SAME) == causal, value=apart,
-           threshold=band, shown=f"{apart:.2g}")
+    print(f"    t + 1 words (as while generating), differ by {differ}")
     moved = {mask: moved_by_a_later_input(model, held_src, dec_in, mask) for mask in (True, False)}
+    with_mask = measured("a later input: earlier positions moved, with the mask", moved[True] < SAME,
+                         f"{moved[True]:.2g}", f"below {SAME:g}", value=moved[True])
+    without_mask = measured("a later input: earlier positions moved, without the mask", moved[False] >= SAME,
+                            f"{moved[False]:.2g}", f"{SAME:g} or more", value=moved[False])
     print("  why section 2 needs a mask: change one input word, a digit at input k; the scores of the positions")
-    print(f"    before k move by {moved[True]:.2g} (below {SAME:g}) with the mask, by {moved[False]:.2g} "
-          f"({SAME:g} or more) without it")
-    record("a later input: earlier positions moved, with the mask", moved[True] < SAME, value=moved[True],
-           threshold=f"below {SAME:g}", shown=f"{moved[True]:.2g}")
-    record("a later input: earlier positions moved, without the mask", moved[False] >= SAME, value=moved[False],
-           threshold=f"{SAME:g} or more", shown=f"{moved[False]:.2g}")
+    print(f"    before k move by {with_mask} with the mask, by {without_mask} without it")
     record("a later input moves earlier positions only without the mask", moved[True] < SAME <= moved[False],
            value=f"with {moved[True]:.3g}, without {moved[False]:.3g}",
            threshold=f"with the mask below {SAME:g}, without it {SAME:g} or more")
@@ -614,9 +611,9 @@ def show_cross_attention(model, final, held_src, held_tgt, task, causal):
     what = "mirror L-1-t" if task == "reverse" else "same position t"
     if task == "reverse":
         print("  (row t writes the digit read at source position L-1-t, its mirror; L = the string's length)")
-    print(f"  held-out rows whose largest weight is on the {what}: {share:.1%} (at least {ON_MIRROR:.0%} of the rows)")
-    record(f"held-out rows whose largest cross-attention weight is on the {what}", share >= ON_MIRROR, value=share,
-           threshold=f"at least {ON_MIRROR:.0%} of the rows", shown=f"{share:.1%}")
+    on_mirror = measured(f"held-out rows whose largest cross-attention weight is on the {what}", share >= ON_MIRROR,
+                         f"{share:.1%}", f"at least {ON_MIRROR:.0%} of the rows", value=share)
+    print(f"  held-out rows whose largest weight is on the {what}: {on_mirror}")
     full = lengths == MAX_LEN
     mean_map = maps[full].mean(0)  # [T, S] over the full-length strings
     top2 = mean_map[:MAX_LEN].topk(2, dim=-1)
@@ -630,9 +627,9 @@ def show_cross_attention(model, final, held_src, held_tgt, task, causal):
     record(f"the averaged map: every row on the {what}", on_mirror,
            value=f"peaks {' '.join(map(str, peaks.tolist()))}, lead {lead:.3f}",
            threshold=f"each row's largest weight on the {what}")
-    print(f"    (the smallest lead of a row's largest weight over its second: {lead:.3f})")
-    record("the averaged map: the smallest lead of a row's largest weight", None, value=lead, shown=f"{lead:.3f}",
-           why="shown, not judged: the claim is where each row's largest weight is")
+    lead_text = measured("the averaged map: the smallest lead of a row's largest weight", None, f"{lead:.3f}",
+                         value=lead, why="shown, not judged: the claim is where each row's largest weight is")
+    print(f"    (the smallest lead of a row's largest weight over its second: {lead_text})")
     print("  the attention above, softmax(Q K^T / sqrt(d_k) + M) V by hand (common/blocks.py), against torch's")
     print("  nn.MultiheadAttention with the same weights: all three attention blocks on the held-out")
     print("  pairs, outputs and weights (float64):")
@@ -651,10 +648,10 @@ def show_output_layer(model, held_src, held_tgt, causal):
         p = next_word_probabilities(scores)  # [B, T, V]
     print(f"  decoder output [B, T, d] = {list(z.shape)} -> a linear layer -> scores [B, T, V] = {list(scores.shape)}")
     gap = (p.double().sum(-1) - 1).abs().max().item()  # (added up in float64: only the softmax's rounding left)
+    off = measured("every softmax row sums to 1", gap <= ONE, f"{gap:.2g}", f"every row within {ONE:g} of 1",
+                   value=gap)
     print(f"  softmax of each position's {scores.shape[-1]} scores: probabilities; every row sums to 1, the farthest\n"
-          f"    off by {gap:.2g} (every row within {ONE:g} of 1)")
-    record("every softmax row sums to 1", gap <= ONE, value=gap, threshold=f"every row within {ONE:g} of 1",
-           shown=f"{gap:.2g}")
+          f"    off by {off}")
 
 
 def next_word_probabilities(scores):
@@ -670,17 +667,16 @@ def show_longer(model, final, task, causal):
     print(f"use the tags well there? Trained on 1 to {MAX_LEN} digits, target position {MAX_LEN} (from 0) only ever "
           f"wrote </s>\nand position {MAX_LEN + 1} never wrote anything.")
     learned = final["exact"] >= LEARNED * HELD_OUT
-    trained = f"{final['exact']}/{HELD_OUT}"
-    gate = f"at least {LEARNED:.0%}, needed to judge the longer strings"
-    print(f"  held-out strings of 1 to {MAX_LEN} digits written right: {trained} ({gate})")
-    record(f"strings of 1 to {MAX_LEN} digits right, to judge longer ones", True if learned else None,
-           value=final["exact"], threshold=gate, shown=trained)
-    right, judged = f"{longer}/{HELD_OUT}", learned and longer < FEW * HELD_OUT  # (the verdict below says why not)
-    print(f"  {HELD_OUT} strings of {LONGER} digits (rows of {src.shape[1]} tokens), written right: {right} "
-          + (f"(fewer than {FEW:.0%})" if judged else "(not tested)"))
-    record(f"strings of {LONGER} digits right", True if judged else None, value=longer,
-           threshold=f"fewer than {FEW:.0%}" if judged else None, shown=right,
-           why=None if judged else "not tested: see the verdict on strings longer than any trained")
+    trained = measured(f"strings of 1 to {MAX_LEN} digits right, to judge longer ones", True if learned else None,
+                       f"{final['exact']}/{HELD_OUT}", f"at least {LEARNED:.0%}, needed to judge the longer strings",
+                       value=final["exact"])
+    print(f"  held-out strings of 1 to {MAX_LEN} digits written right: {trained}")
+    judged = learned and longer < FEW * HELD_OUT  # (the verdict below says why not)
+    right = measured(f"strings of {LONGER} digits right", True if judged else None, f"{longer}/{HELD_OUT}",
+                     f"fewer than {FEW:.0%}" if judged else None, value=longer,
+                     why=None if judged else "not tested: see the verdict on strings longer than any trained")
+    print(f"  {HELD_OUT} strings of {LONGER} digits (rows of {src.shape[1]} tokens), written right: {right}"
+          + ("" if judged else " (not tested)"))
     holds, saying = longer_verdict(final["exact"], longer)
     print(f"Verdict: {saying}")
     record("strings longer than any trained", holds,
@@ -713,10 +709,9 @@ def show_post_ln(model, held_src, held_tgt, causal):
 def show_trained(final, steps):
     """Section 8's whole flow: the held-out strings, each written alone by greedy decoding."""
     print(f"\nthe whole data flow (section 8), after {steps} steps, writing each string on its own:")
-    exact = f"{final['exact']}/{HELD_OUT}"
-    print(f"held-out strings decoded exactly: {exact} (all {HELD_OUT})")
-    record("held-out strings decoded exactly", final["exact"] == HELD_OUT, value=final["exact"],
-           threshold=f"all {HELD_OUT}", shown=exact)
+    exact = measured("held-out strings decoded exactly", final["exact"] == HELD_OUT, f"{final['exact']}/{HELD_OUT}",
+                     f"all {HELD_OUT}", value=final["exact"])
+    print(f"held-out strings decoded exactly: {exact}")
 
 
 def show_decoded(model, held_src, causal):
@@ -738,22 +733,20 @@ def show_decoder_inputs(model, final, held_src, held_tgt, causal):
     print("\nthe decoder's own inputs (section 8, step 3): it embeds its input tokens and adds position tags,")
     print("as the encoder does. Taken away from the trained decoder, held-out strings written right:")
     learned = final["exact"] >= LEARNED * HELD_OUT
-    trained = f"{final['exact']}/{HELD_OUT}"
-    gate = f"at least {LEARNED:.0%}, needed to judge the lines below"
-    print(f"  as trained: {trained} ({gate})")
-    record("the decoder's inputs: strings right as trained", True if learned else None, value=final["exact"],
-           threshold=gate, shown=trained)
+    trained = measured("the decoder's inputs: strings right as trained", True if learned else None,
+                       f"{final['exact']}/{HELD_OUT}", f"at least {LEARNED:.0%}, needed to judge the lines below",
+                       value=final["exact"])
+    print(f"  as trained: {trained}")
     without = {}
     for piece, taken_away in (("position tags", "without the decoder's position tags"),
                               ("token embeddings", "every decoder token embedding replaced by one vector "
                                                    "(their average)")):
         without[piece] = written_right(model, held_src, held_tgt, causal, without=piece)
-        right = f"{without[piece]}/{HELD_OUT}"
-        print(f"  {taken_away}: {right} " + (f"(fewer than {FEW:.0%})" if learned else "(not tested)"))
-        record(f"the decoder's inputs: strings right without its {piece}",
-               without[piece] < FEW * HELD_OUT if learned else None, value=without[piece],
-               threshold=f"fewer than {FEW:.0%}" if learned else None, shown=right,
-               why=None if learned else "not tested: the model has not learned the strings as trained")
+        right = measured(f"the decoder's inputs: strings right without its {piece}",
+                         without[piece] < FEW * HELD_OUT if learned else None, f"{without[piece]}/{HELD_OUT}",
+                         f"fewer than {FEW:.0%}" if learned else None, value=without[piece],
+                         why=None if learned else "not tested: the model has not learned the strings as trained")
+        print(f"  {taken_away}: {right}" + ("" if learned else " (not tested)"))
     holds, saying = inputs_verdict(final["exact"], without)
     print(f"Verdict: {saying}")
     record("the decoder uses its own position tags and token embeddings", holds,

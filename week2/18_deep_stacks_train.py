@@ -26,7 +26,7 @@ from common import run
 from common.blocks import feed_forward
 from common.cli import SEED, Lesson, int_range, knob
 from common.printing import readable
-from common.records import record, said
+from common.records import measured, record, said
 
 import torch
 import torch.nn as nn
@@ -105,7 +105,7 @@ def train(stack, batches, lr=LR):
         optimizer.step()
 
 
-def measured(seed, depth, stacks, batches, held_out):
+def train_and_measure(seed, depth, stacks, batches, held_out):
     """Each stack from the seed's start, trained on the batches: the size (RMS) of the numbers
     at its top before any step, and its held-out loss after, as a share of always answering 0's."""
     x_held, y_held = held_out
@@ -151,7 +151,7 @@ def lesson(args):
     held_out = points(torch.Generator().manual_seed(HELD_OUT_SEED), HELD_OUT, directions)
     g = torch.Generator().manual_seed(args.seed + 1)  # the batches, the same for every stack
     batches = [points(g, BATCH, directions) for _ in range(STEPS)]
-    results = measured(args.seed, args.depth, STACKS, batches, held_out)
+    results = train_and_measure(args.seed, args.depth, STACKS, batches, held_out)
     start = {s[0]: r for s, r in zip(STACKS, results, strict=True) if s[4] == 1.0}
     doubled = {s[0]: r for s, r in zip(STACKS, results, strict=True) if s[4] == DOUBLED}
 
@@ -166,11 +166,10 @@ def lesson(args):
         if times in worlds:
             print(worlds.pop(times))  # the first stack of each start
         should_train = page_says_it_trains(shortcut, norm, times)
-        held = f"{r['left']:.3f}"
         band = f"trains: below {TRAINS:g}" if should_train else f"stuck: above {STUCK:g} or nan"
-        print(f"{wiring:>9}  {formula:15}{readable(r['top'], 2):>12}   {held} ({band})")
-        record(f"held-out loss, {wiring}" + ("" if times == 1.0 else f", matrices x {DOUBLED:g}"),
-               trains(r) if should_train else stuck(r), value=r["left"], threshold=band, shown=held)
+        held = measured(f"held-out loss, {wiring}" + ("" if times == 1.0 else f", matrices x {DOUBLED:g}"),
+                        trains(r) if should_train else stuck(r), f"{r['left']:.3f}", band, value=r["left"])
+        print(f"{wiring:>9}  {formula:15}{readable(r['top'], 2):>12}   {held}")
     print("  (size at top: the RMS of the numbers after the last sublayer, before any step;\n"
           "   the input's is about 1.\n"
           f"   loss after: {HELD_OUT} held-out points' squared error after training / always answering 0's;\n"

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.blocks import MultiHeadAttention, causal_mask, feed_forward
 from common.cli import SEED, Lesson, int_range, knob
-from common.records import record, said
+from common.records import measured, record, said
 
 import torch
 import torch.nn as nn
@@ -205,24 +205,20 @@ def lesson(args):
     print(f"{'decoder passes one after another, a step':42}{tf['passes']:>25g}{own['passes']:>25g}")
     print(f"{f'  in all {steps} steps':42}{tf['passes'] * steps:>25g}{own['passes'] * steps:>25g}")
     print(f"held-out strings ({len(held_out)}), writing alone:")
-    right, wrong = f"{tf['alone']:.1%}", f"{own['alone']:.1%}"
-    print(f"{'  totals right':42}{f'{right} (above {LEARNED:.0%})':>25}{f'{wrong} (below {NOT_YET:.0%})':>25}")
-    record("totals right writing alone, teacher-forced", tf["alone"] > LEARNED, value=tf["alone"],
-           threshold=f"above {LEARNED:.0%}", shown=right)
-    record("totals right writing alone, own guesses", own["alone"] < NOT_YET, value=own["alone"],
-           threshold=f"below {NOT_YET:.0%}", shown=wrong)
-    whole_tf, whole_own = f"{tf['whole']:.1%}", f"{own['whole']:.1%}"
+    right = measured("totals right writing alone, teacher-forced", tf["alone"] > LEARNED, f"{tf['alone']:.1%}",
+                     f"above {LEARNED:.0%}", value=tf["alone"])
+    wrong = measured("totals right writing alone, own guesses", own["alone"] < NOT_YET, f"{own['alone']:.1%}",
+                     f"below {NOT_YET:.0%}", value=own["alone"])
+    print(f"{'  totals right':42}{right:>25}{wrong:>25}")
+    whole_tf, whole_own = (measured(f"whole strings right writing alone, {who}", None, f"{r['whole']:.1%}",
+                                    value=r["whole"], why="the page counts totals; whole strings are shown, not judged")
+                           for who, r in (("teacher-forced", tf), ("own guesses", own)))
     print(f"{'  whole strings right':42}{whole_tf:>25}{whole_own:>25}")
-    record("whole strings right writing alone, teacher-forced", None, value=tf["whole"], shown=whole_tf,
-           why="the page counts totals; whole strings are shown, not judged")
-    record("whole strings right writing alone, own guesses", None, value=own["whole"], shown=whole_own,
-           why="the page counts totals; whole strings are shown, not judged")
-    rise_tf, rise_own = f"{tf['rise']:.3f}", f"{own['rise']:.3f}"
-    print(f"{'largest rise of the loss above its lowest':42}{f'{rise_tf} ({JUMP:g} or less)':>25}{rise_own:>25}")
-    record("largest rise of the loss, teacher-forced", tf["rise"] <= JUMP, value=tf["rise"],
-           threshold=f"{JUMP:g} or less", shown=rise_tf)
-    record("largest rise of the loss, own guesses", None, value=own["rise"], shown=rise_own,
-           why="shown, not judged on its own: the stable verdict below compares the two curves")
+    rise_tf = measured("largest rise of the loss, teacher-forced", tf["rise"] <= JUMP, f"{tf['rise']:.3f}",
+                       f"{JUMP:g} or less", value=tf["rise"])
+    rise_own = measured("largest rise of the loss, own guesses", None, f"{own['rise']:.3f}", value=own["rise"],
+                        why="shown, not judged on its own: the stable verdict below compares the two curves")
+    print(f"{'largest rise of the loss above its lowest':42}{rise_tf:>25}{rise_own:>25}")
     print(f"  (the loss starts near {tf['start']:.1f}; a rise of more than {JUMP:g} would be a jump)")
 
     fast = learns_faster(tf, own)
@@ -244,20 +240,19 @@ def lesson(args):
     print("\nThe mismatch: the teacher-forced decoder trained only on gold totals before; writing alone it\n"
           "reads its own, and its first slip hands it a total before of a kind training never showed it.")
     print(f"{'':42}{'teacher-forced':>25}{'own guesses':>25}")
-    gold, slips = f"{tf['gold']:.1%}", f"{tf['slips']:.1%}"
-    print(f"{'  totals right with the gold prefix':42}{f'{gold} (above {LEARNED:.0%})':>25}")
-    record("totals right with the gold prefix, teacher-forced", tf["gold"] > LEARNED, value=tf["gold"],
-           threshold=f"above {LEARNED:.0%}", shown=gold)
+    gold = measured("totals right with the gold prefix, teacher-forced", tf["gold"] > LEARNED, f"{tf['gold']:.1%}",
+                    f"above {LEARNED:.0%}", value=tf["gold"])
+    print(f"{'  totals right with the gold prefix':42}{gold:>25}")
+    slips = measured("totals right with the gold prefix and wrong alone, teacher-forced", None, f"{tf['slips']:.1%}",
+                     value=tf["slips"], why="shown, not judged: the mismatch shows after a slip")
     print(f"{'  right with the gold prefix, wrong alone':42}{slips:>25}")
-    record("totals right with the gold prefix and wrong alone, teacher-forced", None, value=tf["slips"],
-           shown=slips, why="shown, not judged: the mismatch shows after a slip")
-    after, after_own = f"{tf['after slip']:.1%}", f"{own['after slip']:.1%}"
-    print(f"{f'  right from place {SLIP_AT + 1} on, after one slip':42}{f'{after} (below {NOT_YET:.0%})':>25}"
+    after = measured("totals right after one slip, teacher-forced", tf["after slip"] < NOT_YET,
+                     f"{tf['after slip']:.1%}", f"below {NOT_YET:.0%}", value=tf["after slip"])
+    after_own = measured("totals right after one slip, own guesses", None, f"{own['after slip']:.1%}",
+                         value=own["after slip"], why="the page claims nothing about the own-guesses decoder after a "
+                         "slip: shown beside, not judged")
+    print(f"{f'  right from place {SLIP_AT + 1} on, after one slip':42}{after:>25}"
           f"{'':20}{after_own}")  # left-aligned: its width, which differs from run to run, pads nothing
-    record("totals right after one slip, teacher-forced", tf["after slip"] < NOT_YET, value=tf["after slip"],
-           threshold=f"below {NOT_YET:.0%}", shown=after)
-    record("totals right after one slip, own guesses", None, value=own["after slip"], shown=after_own,
-           why="the page claims nothing about the own-guesses decoder after a slip: shown beside, not judged")
     print(f"  (the slip: the total before place {SLIP_AT + 1} handed in off by one, as its own slips would be; the\n"
           "   rule it learned, total = total before + digit, carries the slip into every later total.\n"
           "   The own-guesses decoder's number is shown, not judged: the page claims nothing about it.)")

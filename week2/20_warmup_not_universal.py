@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.blocks import feed_forward
 from common.cli import SEED, Lesson, int_range, knob
-from common.records import record, said
+from common.records import measured, record, said
 
 import torch
 import torch.nn as nn
@@ -156,11 +156,10 @@ def lesson(args):
         print(f"  {label:13}" + "".join(f"{learning_rate(s, peak, warmup, w_steps):>9.4f}" for s in shown))
     print(f"\n  {'training':30}{'peak':>6}   held-out loss after")
     for (label, peak, _, needs), share in zip(RUNS, after, strict=True):
-        loss = f"{share:.3f}"
         band = f"trains: below {TRAINED:g}" if needs == "trains" else f"breaks: above {BROKE:g} or nan"
-        print(f"  {label:30}{peak:>6g}   {loss} ({band})")
-        record(f"held-out loss, {label}", trained(share) if needs == "trains" else broke(share), value=share,
-               threshold=band, shown=loss)
+        loss = measured(f"held-out loss, {label}", trained(share) if needs == "trains" else broke(share),
+                        f"{share:.3f}", band, value=share)
+        print(f"  {label:30}{peak:>6g}   {loss}")
     print(f"  (loss: {HELD_OUT} held-out points' squared error / always answering 0's; 1 is no better than that;\n"
           "   in brackets, what the page's picture needs of each training: to train, or to break, ending no\n"
           "   better than a guess or blowing up (nan: not a number))")
