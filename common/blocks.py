@@ -11,7 +11,9 @@ that lesson's version, and to torch's own module where torch has one):
     feed_forward        Week 1, section 6 (the FFN)     taught in week1/13_ffn_needs_relu.py
     EncoderLayer        Week 1, section 6 (post-norm)   taught in week1/14_parameters_vs_length.py
     DecoderLayer        Week 2, section 6 (post-norm)   taught in week2/17_post_norm_decoder_layer.py
-    PreNormBlock        ELI5 Part 3's TransformerBlock  taught in week1/07_eli5_one_block.py
+
+(The ELI5 page's pre-norm TransformerBlock is defined once, in week1/07_eli5_one_block.py,
+as the page prints it; no other lesson builds one.)
 
 One convention for masks, the page's picture of one: True (1) marks a blocked cell, and
 attention writes -inf into the scores there before the softmax, so it gets weight 0.
@@ -142,19 +144,3 @@ class DecoderLayer(nn.Module):
         read, A = self.cross_attn(z1, memory, mask=memory_mask, fast=fast)  # cross-attention
         z2 = self.ln2(z1 + read)
         return self.ln3(z2 + self.ffn(z2)), A  # the feed-forward net
-
-
-class PreNormBlock(nn.Module):
-    """The ELI5 page's TransformerBlock, pre-norm: normalize first, then add the result back."""
-
-    def __init__(self, d_model, attention, ffn):
-        super().__init__()
-        self.norm1 = nn.LayerNorm(d_model)  # steadies values before attention
-        self.norm2 = nn.LayerNorm(d_model)  # steadies values before the ffn
-        self.attention = attention  # tokens look at each other: x [B, T, d] -> [B, T, d]
-        self.ffn = ffn  # each token thinks for itself
-
-    def forward(self, x):  # x: (batch, seq, d_model)
-        x = x + self.attention(self.norm1(x))  # step 1: mix info across tokens
-        x = x + self.ffn(self.norm2(x))  # step 2: refine each token alone
-        return x  # (batch, seq, d_model), same shape in = out

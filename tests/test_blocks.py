@@ -1,7 +1,7 @@
 """common/blocks.py: each shared block equals the lesson that teaches it by hand, and torch's
 own module where torch has one; the fast path of attention equals the plain formula. Each
 comparison is a function, and a test feeds it a planted mistake (a wrong scale, a wrong
-split into heads, no ReLU, the other LayerNorm wiring, a slipped mask) and sees it fail."""
+split into heads, no ReLU, a slipped mask) and sees it fail."""
 import math
 import types
 
@@ -10,7 +10,6 @@ from common.blocks import (
     DecoderLayer,
     EncoderLayer,
     MultiHeadAttention,
-    PreNormBlock,
     attention,
     causal_mask,
     feed_forward,
@@ -258,30 +257,3 @@ def test_a_block_with_a_slipped_mask_is_caught(fast):
     slipped[0, 0] = False  # (row 1 needs one key)
     gaps = decoder_layer_gaps(fast, self_mask=slipped)
     assert min(gaps.values()) > TIGHT and all(map(math.isfinite, gaps.values()))
-
-
-def pre_norm_gaps():
-    """Our PreNormBlock given week1/07's sublayers and LayerNorms: its largest gaps to week1/07's
-    TransformerBlock and to torch's norm_first=True layer with the same weights (causal)."""
-    lesson = load_script("week1/07_eli5_one_block")
-    x, block, torch_layer = lesson.build(4, 1, 16, seed=42)
-    ours = PreNormBlock(4, block.attention, block.ffn).double()
-    ours.norm1.load_state_dict(block.norm1.state_dict())
-    ours.norm2.load_state_dict(block.norm2.state_dict())
-    pre = lesson.torch_wiring(torch_layer, norm_first=True)
-    with torch.no_grad():
-        return {"by hand": (ours(x) - block(x)).abs().max().item(),
-                "torch": (ours(x) - pre(x, src_mask=causal_mask(x.shape[1]), is_causal=True)).abs().max().item()}
-
-
-def test_the_pre_norm_block_is_week1_07s_and_torchs_norm_first_layer():
-    assert max(pre_norm_gaps().values()) < TIGHT
-
-
-def test_a_pre_norm_block_wired_post_norm_is_caught_by_the_same_comparison(monkeypatch):
-    """LayerNorm after each residual add (the paper's wiring) in place of before: both gaps open."""
-    def post_norm(self, x):
-        x = self.norm1(x + self.attention(x))
-        return self.norm2(x + self.ffn(x))
-    monkeypatch.setattr(PreNormBlock, "forward", post_norm)
-    assert min(pre_norm_gaps().values()) > TIGHT
