@@ -11,7 +11,6 @@ of its own, `python -m check.running`, started under that setting. Where the OS 
 import dataclasses
 import json
 import multiprocessing
-import multiprocessing.forkserver
 import os
 import queue
 import runpy
@@ -124,6 +123,8 @@ def forked(*args):
     """A started multiprocessing Process that runs lesson_process(*args), from the forkserver. The
     server is started the first time, with the fixed environment and Ctrl-C ignored (the check
     stops the children itself); this process's own environment is left as it was."""
+    import multiprocessing.forkserver  # (POSIX only: FORK says whether it is here)
+
     context = multiprocessing.get_context("forkserver")
     with _start:
         saved, main = dict(os.environ), threading.current_thread() is threading.main_thread()
