@@ -61,8 +61,9 @@ class Blit:
     moving the row redraws the row's box, bars and title, not the T x T table.
 
     Each layer draws its artists in matplotlib's z-order, and the frame of every axes with a
-    moving artist is drawn with the highest layer drawn there, so the window shows what a full
-    draw without blitting shows (a moving image does not cover its frame).
+    moving artist (its spines, and its ticks with their labels) is drawn with the highest layer
+    drawn there, so the window shows what a full draw without blitting shows (a moving image
+    does not cover its frame, nor the edge of a tick, at any dpi).
 
     A widget added (a Slider, RadioButtons) stops drawing itself (a Slider's own redraw is a
     full draw_idle: Slider.drawon) and is drawn with its layer: its knob and number, or its
@@ -90,7 +91,7 @@ class Blit:
             for ax in {part.axes for part in parts} - {None}:
                 if ax.axison and self.frames.get(ax, -1) < layer:
                     self.frames[ax] = layer
-                    self.add(*ax.spines.values(), layer=layer)
+                    self.add(*ax.spines.values(), ax.xaxis, ax.yaxis, layer=layer)
         return artists[0] if artists else None
 
     def forget(self, *artists):
