@@ -20,8 +20,8 @@ A move redraws only what it changed (Blit): each control's update function chang
 drawn artists in place (set_data, set_height, set_text) and then calls blit.update(layer),
 the lowest layer of moving artists it changed.
 
-Keyboard: the arrow keys move the active slider (the last one clicked; at first, the
-first one) by one step; `q` closes the window (matplotlib's own key).
+Keyboard: the arrow keys (with Shift or without) move the active slider (the last one
+clicked; at first, the first one) by one step; `q` closes the window (matplotlib's own key).
 
 In a notebook kernel the same View opens inline instead (common/notebook.py), and a
 training's window is an image refreshed while the cell runs.
@@ -226,7 +226,8 @@ def allowed(values, *own):
 
 
 def arrow_keys(fig, sliders):
-    """Left/right (or down/up) move the active slider one step; clicking a slider makes it active."""
+    """Left/right (or down/up) move the active slider one step, with Shift held too (Notebook 7
+    keeps the plain arrows for moving between cells); clicking a slider makes it active."""
     active = [sliders[0]]
 
     def choose(event):
@@ -235,7 +236,7 @@ def arrow_keys(fig, sliders):
                 active[0] = slider
 
     def step(event):
-        direction = {"right": 1, "up": 1, "left": -1, "down": -1}.get(event.key)
+        direction = {"right": 1, "up": 1, "left": -1, "down": -1}.get((event.key or "").removeprefix("shift+"))
         if direction:
             move(active[0], direction)
 
@@ -311,7 +312,9 @@ def close_together(figures):
 class TrainingWindow:
     """A window that follows a training: build(*args) gives its View and a redraw function,
     and watch(step, ...) calls redraw(step, ...) now and then, then shows it through the
-    View's Blit (what redraw changed, on the kept background) if it has one.
+    View's Blit (what redraw changed, on the kept background) if it has one. The window opens
+    at the first watch, with the training's first state drawn: after the lines printed before
+    the training starts (in a notebook, below them).
     Drawing is the slow part, so after each redraw the next one waits until drawing has taken
     at most DRAWING_SHARE of the time since (and at least REDRAW_EVERY seconds): the training
     runs at most about that much slower for being watched. watch(..., last=True) always
@@ -325,14 +328,19 @@ class TrainingWindow:
             with plt.ioff() if kernel() is not None else nullcontext():
                 self.view, self.redraw = build(*args)
             self.view.fig.canvas.mpl_connect("close_event", self.closed)
-            if kernel() is not None:
-                self.inline = TrainingDisplay(self.view.fig)
-            elif plt.get_backend().lower() != "agg":
-                self.view.fig.canvas.manager.set_window_title(window_title() + ": training")
-                plt.show(block=False)  # the window opens now; the script goes on training
-            else:  # (Agg, in the tests, has no window to open: its first draw, as opening one draws)
-                self.view.fig.canvas.draw()
         self.next, self.open = 0.0, True
+
+    def opening(self):
+        """Open the window, drawn whole (in a notebook: its image, shown below the cell's lines)."""
+        import matplotlib.pyplot as plt
+
+        if kernel() is not None:
+            self.inline = TrainingDisplay(self.view.fig)
+        elif plt.get_backend().lower() != "agg":
+            self.view.fig.canvas.manager.set_window_title(window_title() + ": training")
+            plt.show(block=False)  # the window opens now; the script goes on training
+        else:  # (Agg, in the tests, has no window to open: its first draw, as opening one draws)
+            self.view.fig.canvas.draw()
 
     def closed(self, event):
         self.open = False
@@ -340,16 +348,18 @@ class TrainingWindow:
     def watch(self, *state, last=False):
         start = time.monotonic()
         if self.open and (last or start >= self.next):
-            first = self.next == 0.0  # the first draw also sets the window up: not a redraw's cost
+            first = self.next == 0.0  # the first draw also opens the window: not a redraw's cost
             with window_style():
                 self.redraw(*state)
-                if self.view.blit:
+                if first:
+                    self.opening()
+                elif self.view.blit:
                     self.view.blit.update()
                 else:
                     self.view.fig.canvas.draw_idle()
-                if self.inline is not None:
-                    self.inline.refresh()
-                else:
+                if self.inline is None:
                     self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
+                elif not first:
+                    self.inline.refresh()
             cost = 0.0 if first else time.monotonic() - start
             self.next = time.monotonic() + max(REDRAW_EVERY, cost / DRAWING_SHARE)

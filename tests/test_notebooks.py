@@ -287,14 +287,25 @@ def view_models(client, cell):
     return [(state["_model_name"], state) for state in states]
 
 
+CONTROLS = {"IntSliderModel", "FloatSliderModel", "SelectionSliderModel", "RadioButtonsModel"}
+
+
 def controlled_view(client, cell):
     """The picture's HTML if the cell shows one view, the figure as an image with alt text
-    (its titles) above its controls; else None."""
+    (its titles) first, then its controls (below it, or beside it); else None."""
     views = view_models(client, cell)
     if len(views) != 1 or views[0][0] != "VBoxModel":
         return None
-    picture, *rows = [client.widget_state[child.removeprefix("IPY_MODEL_")] for child in views[0][1]["children"]]
-    if picture["_model_name"] != "HTMLModel" or not re.search(r'alt="[^"]+"', picture["value"]) or not rows:
+
+    def parts(state):  # the view's models, first to last
+        for child in state.get("children", []):
+            child = client.widget_state[child.removeprefix("IPY_MODEL_")]
+            yield child
+            yield from parts(child)
+
+    picture, *rest = [state for state in parts(views[0][1]) if not state["_model_name"].endswith("BoxModel")]
+    if picture["_model_name"] != "HTMLModel" or not re.search(r'alt="[^"]+"', picture["value"]) or \
+            not any(state["_model_name"] in CONTROLS for state in rest):
         return None
     return picture["value"]
 
@@ -317,11 +328,19 @@ def window_then_figure(messages):
     return len(ids) >= 3 and ids[0] is not None and ids[1:-1] == [ids[0]] * (len(ids) - 2) and ids[-1] is None
 
 
+def printed_before_shown(cell):
+    """The cell printed lines before its first image: a training's set-up before its window."""
+    kinds = ["image" if "image/png" in o.get("data", {}) else o.get("name") for o in cell.outputs]
+    return "stdout" in kinds and "image" in kinds and kinds.index("stdout") < kinds.index("image")
+
+
 def test_a_trainings_window_is_an_image_refreshed_while_it_trains_then_its_figure(ran):
+    """... shown below the lines the lesson printed before its training (its set-up)."""
     for page, name, _, cell in lesson_cells(ran):
         if LESSONS[name].training:
             client, nb, _ = ran[page]
             assert window_then_figure(client.messages[nb.cells.index(cell)]), name
+            assert printed_before_shown(cell), name
 
 
 def test_the_checks_of_a_kernels_run_can_fail(ran):
@@ -340,6 +359,9 @@ def test_the_checks_of_a_kernels_run_can_fail(ran):
     assert controlled_view(client, extra["live under ipympl"]) is None
     training = client.messages[nb.cells.index(cells["week2/12_train_tiny_transformer"])]
     assert not window_then_figure([msg for msg in training if msg["msg_type"] != "update_display_data"])
+    shown_first = copy.deepcopy(cells["week2/12_train_tiny_transformer"])
+    shown_first.outputs.sort(key=lambda o: "image/png" not in o.get("data", {}))
+    assert not printed_before_shown(shown_first)
 
 
 def test_interrupt_during_a_training_says_stopped_and_the_kernel_answers_the_next_cell(ran):
