@@ -131,10 +131,16 @@ class Blit:
 
 def add_live(parser, what, training=False):
     """The --live flag, its help saying when the window opens and what it lets you try (a
-    training's window opens as the training starts)."""
-    when = ("open a window as the training starts, to" if training
-            else "after the printed lines, open a window to try it:")
-    parser.add_argument("--live", action="store_true", help=f"{when} {what} (needs a display)")
+    training's window opens as the training starts); in a notebook kernel, what it shows there."""
+    if kernel() is not None:
+        help = (f"below the printed lines, as the training starts, a picture redrawn while it trains, to {what}"
+                if training else f"after the printed lines, the figure below them with controls, to try it: {what} "
+                "(after %%matplotlib widget, the figure's own sliders)")  # (%% : argparse formats help with %)
+    else:
+        when = ("open a window as the training starts, to" if training
+                else "after the printed lines, open a window to try it:")
+        help = f"{when} {what} (needs a display)"
+    parser.add_argument("--live", action="store_true", help=help)
 
 
 def why_no_window(instead):
