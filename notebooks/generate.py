@@ -113,14 +113,19 @@ The runnable lessons of this page, in the page's order: each cell runs one lesso
 prints the lines the page quotes, and shows its figure. A cell with `--live` opens the lesson's
 Try it below it: move its sliders and the numbers follow. Run the set-up cell first.
 
-- The controls stand below the figure (ipywidgets), everywhere, Colab too. In JupyterLab,
-  Notebook 7 or VS Code with ipympl installed (`pip install -r requirements-notebook.txt`), run
-  `%matplotlib widget` first to drive the figure's own sliders instead (in JupyterLab the arrow
-  keys move the slider last clicked; Notebook 7 keeps them for moving between cells).
-- A training's window is a picture redrawn while it trains, then its final figure.
+- The controls stand below the figure (ipywidgets; pickers beside it): drag a knob, or click it
+  and press ← or → (in Notebook 7, Shift+← or Shift+→: it keeps the plain arrows for moving
+  between cells). In JupyterLab, Notebook 7 or VS Code with ipympl installed (`pip install -r
+  requirements-notebook.txt`), run `%matplotlib widget` first to drive the figure's own sliders
+  instead, with the same keys.
+- In Notebook 7, turn off Settings → Settings Editor → Jupyter Notebook Notebook → Auto Scroll
+  Outputs once: else a long output (a lesson's lines, figure and view) shows in a small box to scroll.
+- A training's window is a picture redrawn while it trains, below its set-up lines, then its
+  final figure.
 - Interrupt (the stop button) ends a running lesson with `stopped`, and the kernel goes on; as
   after any `%run`, cells that Run All queued after it still run.
-- Any lesson takes its flags in the cell: `%run week2/01_causal_mask.py --seed 3`; `--help` lists them.
+- Any lesson takes its flags in the cell: `%run week2/01_causal_mask.py --seed 3`; `--help` lists
+  them, its Try it lines as cells to paste.
 """
 
 
