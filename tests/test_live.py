@@ -846,7 +846,7 @@ def test_the_bottleneck_windows_table_says_it_fills_in_when_the_attention_model_
     table_ax = view.fig.axes[1]
     redraw("fixed-context", False, 1, [2.3], None)
     assert not table_ax.images[0].get_array().any()
-    assert table_ax.get_title().endswith("blank until it trains, after the fixed-context one")
+    assert table_ax.get_title().endswith("(blank until it trains, second)")
     redraw("attention", True, 1, [2.3], window_.last[4])
     assert table_ax.images[0].get_array().any() and table_ax.get_title() == "its alignment table, step 1"
     plt.close(view.fig)
