@@ -61,9 +61,11 @@ class Blit:
     moving the row redraws the row's box, bars and title, not the T x T table.
 
     Each layer draws its artists in matplotlib's z-order, and the frame of every axes with a
-    moving artist (its spines, and its ticks with their labels) is drawn with the highest layer
-    drawn there, so the window shows what a full draw without blitting shows (a moving image
-    does not cover its frame, nor the edge of a tick, at any dpi).
+    moving artist is drawn with the highest layer drawn there, so the window shows what a full
+    draw without blitting shows (a moving image does not cover its frame). That axes' ticks,
+    drawn in the background below every moving artist, are put below them in a full draw too
+    (their z-order lowered): at a dpi where a tick's edge falls on a moving image's pixels (a
+    notebook's 75 to 89 dpi), both then draw the image over it.
 
     A widget added (a Slider, RadioButtons) stops drawing itself (a Slider's own redraw is a
     full draw_idle: Slider.drawon) and is drawn with its layer: its knob and number, or its
@@ -89,9 +91,12 @@ class Blit:
             self.forget(*parts)  # (drawn once, with the layer given last)
             self.layers.setdefault(layer, []).extend(parts)
             for ax in {part.axes for part in parts} - {None}:
+                moving = [part.get_zorder() for part in parts if part.axes is ax and not hasattr(part, "get_ticklocs")]
+                for axis in (ax.xaxis, ax.yaxis) if moving else ():  # (its ticks stand in the kept background)
+                    axis.set_zorder(min(axis.get_zorder(), min(moving) - 0.5))
                 if ax.axison and self.frames.get(ax, -1) < layer:
                     self.frames[ax] = layer
-                    self.add(*ax.spines.values(), ax.xaxis, ax.yaxis, layer=layer)
+                    self.add(*ax.spines.values(), layer=layer)
         return artists[0] if artists else None
 
     def forget(self, *artists):
