@@ -6,7 +6,9 @@ Importing `common` (every script does, before numpy and torch) sets one thing up
 it must be in place before those imports: a missing numpy, torch or matplotlib becomes one
 line that says how to set up, instead of a traceback (sys.excepthook). Everything else a
 lesson's run needs is done by run(main), the last line of every lesson. In a notebook kernel
-neither touches the kernel's own hooks and signal handlers (common/notebook.py).
+neither touches the kernel's own hooks and signal handlers (common/notebook.py); there a
+finder last on sys.meta_path says the missing package in one line, with the cell that
+installs it, for the imports the lessons' own files make (MissingInKernel).
 """
 import sys
 
@@ -58,6 +60,49 @@ def shown(path, root=REPO_ROOT):
             return False
 
     return os.path.relpath(path) if within(path, here) or (within(path, root) and within(here, root)) else path
+
+
+# How a notebook kernel gets a missing package: the line a lesson cell shows (and the set-up cell, for torch).
+# On Linux PyPI's torch is the CUDA build (several GB); PyTorch's index has the CPU build, which is also the
+# build PyPI has for macOS and Windows.
+KERNEL_INSTALL = {"torch": "install its CPU build (about 190 MB) in a cell: "
+                           "%pip install torch --index-url https://download.pytorch.org/whl/cpu",
+                  "numpy": "install it in a cell: %pip install numpy",
+                  "matplotlib": "install it in a cell: %pip install matplotlib"}
+
+
+class MissingInKernel(ModuleNotFoundError):
+    """numpy, torch or matplotlib missing from a notebook kernel while a lesson runs, said in one
+    line: IPython shows the lines of an error's _render_traceback_ in place of its traceback."""
+
+    def __init__(self, name):
+        script = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else "this lesson"
+        super().__init__(f"{shown(script)}: this kernel has no {name}; {KERNEL_INSTALL[name]}, then run this cell "
+                         "again", name=name)
+
+    def _render_traceback_(self):
+        return [str(self)]
+
+
+class _LessonsMissing:
+    """A finder last on sys.meta_path in a notebook kernel, so asked only for a module that no
+    other finder has: an import of numpy, torch or matplotlib made by the lessons' own files (a
+    lesson, common/) raises MissingInKernel; every other import is left as it was."""
+
+    def find_spec(self, name, path=None, target=None):
+        if path is not None or name not in PACKAGES:
+            return None
+        frame = sys._getframe(1)
+        while frame is not None and frame.f_code.co_filename.startswith("<frozen importlib"):
+            frame = frame.f_back  # (the import system's own frames, up to the line that imports)
+        importer = frame.f_code.co_filename if frame is not None else ""
+        if os.path.isabs(importer) and Path(importer).resolve().is_relative_to(REPO_ROOT):
+            raise MissingInKernel(name)
+        return None
+
+
+if kernel() is not None and not any(isinstance(finder, _LessonsMissing) for finder in sys.meta_path):
+    sys.meta_path.append(_LessonsMissing())
 
 
 def venv_python():

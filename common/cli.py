@@ -11,6 +11,7 @@ from pathlib import Path
 
 from common import live as windows  # (a lesson's --live: its window, or its view inline in a notebook)
 from common import shown
+from common.notebook import kernel
 
 # What one run may hold and do. A run over either limit is refused before it starts.
 MAX_NUMBERS = 32_000_000  # numbers in the largest array: 256 MB in float64, so the few live
@@ -74,7 +75,10 @@ def png_path(text):
 
 
 def command(script):
-    """How to run `script` with this interpreter, from the current directory."""
+    """How to run `script` with this interpreter, from the current directory; in a notebook
+    kernel, as a cell runs it (`%run week2/01_causal_mask.py`)."""
+    if kernel() is not None:
+        return f"%run {shlex.quote(shown(script))}"
     return f"{shlex.quote(shown(sys.executable))} {shlex.quote(shown(script))}"
 
 
@@ -126,7 +130,8 @@ def lesson_parser(script, description, try_it):
 
     try_it: [(arguments, what to look for), ...]; --help prints each as a whole command."""
     lines = [f"  {command(script)} {args}".rstrip() + f"\n      {why}" for args, why in try_it]
-    parser = _LessonParser(description=description, formatter_class=_HelpFormatter,
+    prog = command(script) if kernel() is not None else None  # (its usage and errors: as a cell runs it)
+    parser = _LessonParser(prog=prog, description=description, formatter_class=_HelpFormatter,
                            epilog="Try it:\n" + "\n".join(lines))
     return parser
 

@@ -20,8 +20,8 @@ A move redraws only what it changed (Blit): each control's update function chang
 drawn artists in place (set_data, set_height, set_text) and then calls blit.update(layer),
 the lowest layer of moving artists it changed.
 
-Keyboard: the arrow keys move the active slider (the last one clicked; at first, the
-first one) by one step; `q` closes the window (matplotlib's own key).
+Keyboard: the arrow keys (with Shift or without) move the active slider (the last one
+clicked; at first, the first one) by one step; `q` closes the window (matplotlib's own key).
 
 In a notebook kernel the same View opens inline instead (common/notebook.py), and a
 training's window is an image refreshed while the cell runs.
@@ -62,7 +62,10 @@ class Blit:
 
     Each layer draws its artists in matplotlib's z-order, and the frame of every axes with a
     moving artist is drawn with the highest layer drawn there, so the window shows what a full
-    draw without blitting shows (a moving image does not cover its frame).
+    draw without blitting shows (a moving image does not cover its frame). That axes' ticks,
+    drawn in the background below every moving artist, are put below them in a full draw too
+    (their z-order lowered): at a dpi where a tick's edge falls on a moving image's pixels (a
+    notebook's 75 to 89 dpi), both then draw the image over it.
 
     A widget added (a Slider, RadioButtons) stops drawing itself (a Slider's own redraw is a
     full draw_idle: Slider.drawon) and is drawn with its layer: its knob and number, or its
@@ -88,6 +91,9 @@ class Blit:
             self.forget(*parts)  # (drawn once, with the layer given last)
             self.layers.setdefault(layer, []).extend(parts)
             for ax in {part.axes for part in parts} - {None}:
+                moving = [part.get_zorder() for part in parts if part.axes is ax and not hasattr(part, "get_ticklocs")]
+                for axis in (ax.xaxis, ax.yaxis) if moving else ():  # (its ticks stand in the kept background)
+                    axis.set_zorder(min(axis.get_zorder(), min(moving) - 0.5))
                 if ax.axison and self.frames.get(ax, -1) < layer:
                     self.frames[ax] = layer
                     self.add(*ax.spines.values(), layer=layer)
@@ -130,10 +136,16 @@ class Blit:
 
 def add_live(parser, what, training=False):
     """The --live flag, its help saying when the window opens and what it lets you try (a
-    training's window opens as the training starts)."""
-    when = ("open a window as the training starts, to" if training
-            else "after the printed lines, open a window to try it:")
-    parser.add_argument("--live", action="store_true", help=f"{when} {what} (needs a display)")
+    training's window opens as the training starts); in a notebook kernel, what it shows there."""
+    if kernel() is not None:
+        help = (f"below the printed lines, as the training starts, a picture redrawn while it trains, to {what}"
+                if training else f"after the printed lines, the figure below them with controls, to try it: {what} "
+                "(after %%matplotlib widget, the figure's own sliders)")  # (%% : argparse formats help with %)
+    else:
+        when = ("open a window as the training starts, to" if training
+                else "after the printed lines, open a window to try it:")
+        help = f"{when} {what} (needs a display)"
+    parser.add_argument("--live", action="store_true", help=help)
 
 
 def why_no_window(instead):
@@ -225,7 +237,8 @@ def allowed(values, *own):
 
 
 def arrow_keys(fig, sliders):
-    """Left/right (or down/up) move the active slider one step; clicking a slider makes it active."""
+    """Left/right (or down/up) move the active slider one step, with Shift held too (Notebook 7
+    keeps the plain arrows for moving between cells); clicking a slider makes it active."""
     active = [sliders[0]]
 
     def choose(event):
@@ -234,7 +247,7 @@ def arrow_keys(fig, sliders):
                 active[0] = slider
 
     def step(event):
-        direction = {"right": 1, "up": 1, "left": -1, "down": -1}.get(event.key)
+        direction = {"right": 1, "up": 1, "left": -1, "down": -1}.get((event.key or "").removeprefix("shift+"))
         if direction:
             move(active[0], direction)
 
@@ -310,7 +323,9 @@ def close_together(figures):
 class TrainingWindow:
     """A window that follows a training: build(*args) gives its View and a redraw function,
     and watch(step, ...) calls redraw(step, ...) now and then, then shows it through the
-    View's Blit (what redraw changed, on the kept background) if it has one.
+    View's Blit (what redraw changed, on the kept background) if it has one. The window opens
+    at the first watch, with the training's first state drawn: after the lines printed before
+    the training starts (in a notebook, below them).
     Drawing is the slow part, so after each redraw the next one waits until drawing has taken
     at most DRAWING_SHARE of the time since (and at least REDRAW_EVERY seconds): the training
     runs at most about that much slower for being watched. watch(..., last=True) always
@@ -324,14 +339,19 @@ class TrainingWindow:
             with plt.ioff() if kernel() is not None else nullcontext():
                 self.view, self.redraw = build(*args)
             self.view.fig.canvas.mpl_connect("close_event", self.closed)
-            if kernel() is not None:
-                self.inline = TrainingDisplay(self.view.fig)
-            elif plt.get_backend().lower() != "agg":
-                self.view.fig.canvas.manager.set_window_title(window_title() + ": training")
-                plt.show(block=False)  # the window opens now; the script goes on training
-            else:  # (Agg, in the tests, has no window to open: its first draw, as opening one draws)
-                self.view.fig.canvas.draw()
         self.next, self.open = 0.0, True
+
+    def opening(self):
+        """Open the window, drawn whole (in a notebook: its image, shown below the cell's lines)."""
+        import matplotlib.pyplot as plt
+
+        if kernel() is not None:
+            self.inline = TrainingDisplay(self.view.fig)
+        elif plt.get_backend().lower() != "agg":
+            self.view.fig.canvas.manager.set_window_title(window_title() + ": training")
+            plt.show(block=False)  # the window opens now; the script goes on training
+        else:  # (Agg, in the tests, has no window to open: its first draw, as opening one draws)
+            self.view.fig.canvas.draw()
 
     def closed(self, event):
         self.open = False
@@ -339,16 +359,18 @@ class TrainingWindow:
     def watch(self, *state, last=False):
         start = time.monotonic()
         if self.open and (last or start >= self.next):
-            first = self.next == 0.0  # the first draw also sets the window up: not a redraw's cost
+            first = self.next == 0.0  # the first draw also opens the window: not a redraw's cost
             with window_style():
                 self.redraw(*state)
-                if self.view.blit:
+                if first:
+                    self.opening()
+                elif self.view.blit:
                     self.view.blit.update()
                 else:
                     self.view.fig.canvas.draw_idle()
-                if self.inline is not None:
-                    self.inline.refresh()
-                else:
+                if self.inline is None:
                     self.view.fig.canvas.flush_events()  # the window draws, and can be moved or closed
+                elif not first:
+                    self.inline.refresh()
             cost = 0.0 if first else time.monotonic() - start
             self.next = time.monotonic() + max(REDRAW_EVERY, cost / DRAWING_SHARE)

@@ -15,13 +15,33 @@ its own, not into the view. A training's window (week1/09, week2/12) is an image
 while the cell trains (ipympl draws nothing while a cell is still running), then the final
 figure.
 
+Inline, a view is drawn at most WIDTH pixels wide and HEIGHT tall (fit: a smaller dpi, the
+same picture scaled), so that it fits a notebook's output area on a laptop, about 1,000 px
+wide, and shows with its controls at once.
+
 ipywidgets and ipympl are optional (requirements-notebook.txt); without ipywidgets a live
-view is shown once, as a still image, with one line that says what to install.
+view is shown once, as a still image, with one line that says what to install. JupyterLab 4
+and Notebook 7 draw ipywidgets 8 only (their widget manager registers the controls of version
+2.0.0, which ipywidgets 8 sends; ipywidgets 7 sends 1.5.0): a kernel with ipywidgets 7, outside
+Colab (which draws ipywidgets 7 with its own manager), says so in one line, with the fix.
 """
 import base64
 import html
 import io
 import sys
+
+WIDTH = 980  # pixels: the widest a view is drawn inline (JupyterLab with its side bar open and Notebook 7 give
+#              an output area of about 1,000 px on a laptop; a wider picture is scaled down, or cut)
+HEIGHT = 540  # pixels: the tallest; with a notebook's bars above it, a view and its controls then show at once
+#               in a laptop's browser window (660 px inside: tests/test_browser.py)
+BESIDE = 240  # pixels left beside a picture that make room for its pickers there (RadioButtons)
+MARGIN = 8  # pixels of the figure kept around what the picture shows
+# What the sliders' caption says to press. Notebook 7 runs its shortcuts before a focused control sees the key, and
+# takes the plain arrows for moving between cells; with Shift held, an arrow moves the slider (JupyterLab: either).
+KEYS = "Drag a knob, or click it and press \u2190 or \u2192 (in Notebook 7: Shift+\u2190 or Shift+\u2192)."
+WIDGETS_7 = ("(this kernel has ipywidgets {version}: JupyterLab 4 and Notebook 7 draw ipywidgets 8 only, and show an "
+             "error in place of the view below; there, run %pip install -U ipywidgets in a cell, then restart the "
+             "kernel)")
 
 
 def kernel():
@@ -37,6 +57,32 @@ def ipympl_active():
 
     backend = matplotlib.get_backend().lower()
     return backend in ("widget", "ipympl") or "ipympl" in backend
+
+
+def fit(fig):
+    """The figure drawn at most WIDTH pixels wide and HEIGHT tall, as a notebook shows it: a
+    smaller dpi, the same picture scaled (its layout and its sizes in points are kept). The dpi
+    is a whole number that makes the figure a whole number of pixels each way (else a front end
+    that lays it out in whole pixels, ipympl's, sends back a size a fraction off, and the figure
+    is laid out again): 13 x 7 inches are drawn at 75 dpi, 975 x 525 px. A canvas that follows
+    the screen's pixel ratio (ipympl's, on a HiDPI screen) scales from this dpi too."""
+    width, height = fig.get_size_inches()
+    if width * fig.dpi <= WIDTH and height * fig.dpi <= HEIGHT:
+        return fig
+    dpi = next(dpi for dpi in range(int(min(WIDTH / width, HEIGHT / height)), 0, -1)
+               if all(abs(side * dpi - round(side * dpi)) < 1e-6 for side in (width, height)) or dpi == 1)
+    fig._original_dpi = dpi  # (matplotlib's canvases multiply it by the device pixel ratio)
+    fig.set_dpi(dpi)
+    return fig
+
+
+def widgets_7_note():
+    """The one line an ipywidgets 7 kernel shows before a view, outside Colab; else None."""
+    import ipywidgets
+
+    if ipywidgets.__version__.split(".")[0] != "7" or "google.colab" in sys.modules:
+        return None
+    return WIDGETS_7.format(version=ipywidgets.__version__)
 
 
 def display(*objects, **options):
@@ -57,40 +103,59 @@ def titles(fig):
     return " | ".join(" ".join(t.split()) for t in found if t.strip())
 
 
-def buffer_png(fig, rows=None):
+def buffer_png(fig, box=None):
     """What the figure's canvas holds now (its last full draw, and every blit since), as PNG
-    bytes (its top `rows` rows of pixels, if given): a live view's picture after a move, drawn
-    by its Blit as a window draws it."""
+    bytes (the pixels in `box`, if given: (left, top, right, bottom), counted from the top left):
+    a live view's picture after a move, drawn by its Blit as a window draws it."""
     import numpy as np
     from matplotlib.image import imsave
 
+    pixels = np.asarray(fig.canvas.buffer_rgba())
+    if box is not None:
+        left, top, right, bottom = box
+        pixels = pixels[top:bottom, left:right]
     out = io.BytesIO()
-    imsave(out, np.asarray(fig.canvas.buffer_rgba())[:rows], format="png")
+    imsave(out, pixels, format="png")
     return out.getvalue()
 
 
-def image_html(fig, rows=None):
-    """The figure's picture (its top `rows` rows) as an <img> that fits the notebook's width, its
+def image_html(fig, box=None):
+    """The figure's picture (the pixels in `box`) as an <img> that fits the notebook's width, its
     titles as the alt text (screen readers, tests)."""
-    png = base64.b64encode(buffer_png(fig, rows)).decode("ascii")
+    png = base64.b64encode(buffer_png(fig, box)).decode("ascii")
     return (f'<img src="data:image/png;base64,{png}" alt="{html.escape(titles(fig))}" '
             'style="max-width: 100%; height: auto"/>')
 
 
-def above_the_widgets(view):
-    """How many rows of pixels, from the top, hold the figure without its widgets, when they all
-    stand below everything else (the sliders along a window's bottom); else None (all of it).
-    Shown as an image, the figure's own widgets could not be moved: the controls below it stand
-    for them. Measured on the figure as drawn."""
+def leave_out_widgets(view):
+    """The figure's own widgets are no longer drawn (their axes, and the moving parts its Blit
+    draws): in a picture they could not be moved, and the controls beside or below it stand for
+    them. Their values, ranges and texts stay, for the controls to read."""
+    widget_axes = {widget.ax for widget in view.widgets.values()}
+    for ax in widget_axes:
+        ax.set_visible(False)
+    for layer in (view.blit.layers.values() if view.blit else ()):
+        for artist in layer:
+            if artist.axes in widget_axes:
+                artist.set_visible(False)
+
+
+def picture_box(view):
+    """The part of the figure that holds what it draws besides its widgets, with MARGIN pixels
+    around it: (left, top, right, bottom), in pixels from the top left. Measured on the figure as
+    drawn."""
+    import math
+
     renderer = view.fig.canvas.get_renderer()
     widget_axes = {widget.ax for widget in view.widgets.values()}
-    others = [ax.get_tightbbox(renderer) for ax in view.fig.axes if ax not in widget_axes and ax.get_visible()] + [
+    extents = [ax.get_tightbbox(renderer) for ax in view.fig.axes if ax not in widget_axes and ax.get_visible()] + [
         artist.get_window_extent(renderer) for artist in [*view.fig.texts, *view.fig.legends] if artist.get_visible()]
-    widgets_top = max(ax.get_tightbbox(renderer).y1 for ax in widget_axes)
-    lowest = min((extent.y0 for extent in others if extent.height > 0), default=0)
-    if widgets_top >= lowest:
-        return None
-    return int(view.fig.bbox.height - (widgets_top + lowest) / 2)  # (pixel rows count from the top)
+    extents = [extent for extent in extents if extent.width > 0 and extent.height > 0]
+    width, height = view.fig.canvas.get_width_height()
+    x0, y0 = min(e.x0 for e in extents) - MARGIN, min(e.y0 for e in extents) - MARGIN
+    x1, y1 = max(e.x1 for e in extents) + MARGIN, max(e.y1 for e in extents) + MARGIN
+    return (max(0, math.floor(x0)), max(0, math.floor(height - y1)),  # (pixel rows count from the top)
+            min(width, math.ceil(x1)), min(height, math.ceil(height - y0)))
 
 
 def is_slider(widget):
@@ -132,8 +197,10 @@ def set_value(widget, value):
 class WidgetView:
     """A View driven by ipywidgets controls: each move sets the matplotlib widget it stands for
     (whose callbacks redraw, through the View's Blit, what the move changed), then shows the
-    canvas as an image (above the widgets: `rows`). `controls` and `readouts` by the View's widget
-    names; `picture` the image."""
+    canvas as an image: the part `crop` of the figure, which its own widgets are left out of.
+    Sliders stand below the picture, as along a window's bottom, with a caption that says
+    which keys move them; pickers (RadioButtons) beside it where it leaves room, else below.
+    `controls` and `readouts` by the View's widget names; `picture` the image; `box` all of it."""
 
     def __init__(self, view):
         import ipywidgets
@@ -141,15 +208,21 @@ class WidgetView:
         self.view, self.syncing = view, False
         self.controls = {name: control_for(name, w) for name, w in view.widgets.items()}
         self.readouts = {name: ipywidgets.Label() for name, w in view.widgets.items() if is_slider(w)}
+        leave_out_widgets(view)
         view.fig.canvas.draw()  # the first full draw, as a window's first (a Blit keeps its backgrounds)
-        self.rows = above_the_widgets(view)
-        self.picture = ipywidgets.HTML(image_html(view.fig, self.rows))
+        self.crop = picture_box(view)
+        self.picture = ipywidgets.HTML(image_html(view.fig, self.crop))
         self.sync()
         for name, control in self.controls.items():
             control.observe(self.mover(name), names="value")
         rows = [ipywidgets.HBox([control, self.readouts[name]]) if name in self.readouts else control
                 for name, control in self.controls.items()]
-        self.box = ipywidgets.VBox([self.picture, *rows])
+        left, _, right, _ = self.crop
+        if not self.readouts and right - left + BESIDE <= WIDTH:  # pickers only, and room for them beside it
+            self.box = ipywidgets.VBox([ipywidgets.HBox([self.picture, ipywidgets.VBox(rows)])])
+        else:
+            caption = [ipywidgets.Label(KEYS)] if self.readouts else []
+            self.box = ipywidgets.VBox([self.picture, *rows, *caption])
 
     def mover(self, name):
         def moved(change):
@@ -160,7 +233,7 @@ class WidgetView:
             with window_style():  # as the window draws, so a label made by the move matches the rest
                 set_value(self.view.widgets[name], change["new"])
             self.sync()
-            self.picture.value = image_html(self.view.fig, self.rows)
+            self.picture.value = image_html(self.view.fig, self.crop)
         return moved
 
     def sync(self):
@@ -219,6 +292,13 @@ def on_ipympl(fig):
     manager.handle_json = styled
     canvas = manager.canvas
     canvas.header_visible = False  # ("Figure 1": the cell says which lesson this is)
+    changes = canvas.get_diff_image
+
+    def whole():  # every image whole: ipympl's front end starts loading each image as it comes, dropping the one
+        canvas._force_full = True  # still loading, and a lost difference image leaves pieces of an earlier picture
+        return changes()  # (seen once in a browser here, after a drag); a lost whole image is replaced by the next
+
+    canvas.get_diff_image = whole
     display(canvas)
     return canvas
 
@@ -232,17 +312,21 @@ def show_view(view):
     if not view.widgets:
         plt.close(view.fig)
         return None
-    if ipympl_active():
-        return on_ipympl(view.fig)
-    off_pyplot(view.fig)
+    fit(view.fig)
     try:
-        driven = WidgetView(view)
+        note = widgets_7_note()
     except ImportError:  # no ipywidgets in this kernel
-        view.fig.canvas.draw()
+        off_pyplot(view.fig).canvas.draw()
         display(png_image(buffer_png(view.fig)))
         print("(a still picture: for its controls, install ipywidgets: pip install -r requirements-notebook.txt)",
               file=sys.stderr)
         return None
+    if note:
+        print(note, file=sys.stderr)
+    if ipympl_active():
+        return on_ipympl(view.fig)
+    off_pyplot(view.fig)
+    driven = WidgetView(view)
     display(driven.box)
     return driven
 
@@ -251,7 +335,7 @@ class TrainingDisplay:
     """Where a training's window draws in a notebook: one image output, replaced at each redraw."""
 
     def __init__(self, fig):
-        off_pyplot(fig).canvas.draw()
+        fit(off_pyplot(fig)).canvas.draw()
         self.fig, self.handle = fig, display(png_image(buffer_png(fig)), display_id=True)
 
     def refresh(self):

@@ -61,7 +61,8 @@ ORDER = ["worked examples", "mistakes"]  # after the numbered sections
 
 SETUP = '''# Set-up: run this cell first. In a clone of the project the lessons are found above this
 # notebook; opened on its own (Colab) it clones them. It installs only what this kernel lacks,
-# never torch (a notebook image has its own; MAINTAINING.md ("Setting up, in detail") says how).
+# never torch (a notebook image has its own): without it, it prints the cell that installs it.
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -87,12 +88,21 @@ else:
         print(f"installing {{', '.join(missing)}} ...")
         subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", *missing], check=True)
     if importlib.util.find_spec("torch") is None:
-        print("This kernel has no torch: install it (see MAINTAINING.md, 'Setting up, in detail'), then restart "
-              "the kernel.", file=sys.stderr)
+        print({no_torch}, file=sys.stderr)
     if "google.colab" in sys.modules:
         from google.colab import output
         output.enable_custom_widget_manager()  # ipywidgets 8 controls, should the image have them
+    elif importlib.metadata.version("ipywidgets").startswith("7."):
+        print({widgets_7}, file=sys.stderr)
     print(f"lessons in {{root}}")'''
+# What the set-up cell says about torch (the install line a lesson cell says too, common.KERNEL_INSTALL) and
+# ipywidgets 7, each in one line. The time: the download at 50 Mbit/s, and the install as measured in a kernel
+# (26 s, with its dependencies, from a local copy of the wheel; the lessons then ran with no restart).
+NO_TORCH = ("This kernel has no torch, which the lessons need: install its CPU build (about 190 MB: some 30 s to "
+            "download at 50 Mbit/s, as long again to install) in a cell: "
+            "%pip install torch --index-url https://download.pytorch.org/whl/cpu")
+WIDGETS_7 = ("This kernel has ipywidgets 7: JupyterLab 4 and Notebook 7 draw ipywidgets 8 only, and show an error in "
+             "place of the live views; there, run %pip install -U ipywidgets in a cell, then restart the kernel.")
 # What the set-up cell installs when the kernel lacks it: the oldest releases the lessons support
 # (the README's versions), and requirements-notebook.txt's range for the live views' controls.
 WANTED = {"numpy": "numpy>=1.26", "matplotlib": "matplotlib>=3.9", "ipywidgets": "ipywidgets>=7.7"}
@@ -103,15 +113,33 @@ The runnable lessons of this page, in the page's order: each cell runs one lesso
 prints the lines the page quotes, and shows its figure. A cell with `--live` opens the lesson's
 Try it below it: move its sliders and the numbers follow. Run the set-up cell first.
 
-- The controls stand below the figure (ipywidgets), everywhere, Colab too. In JupyterLab,
-  Notebook 7 or VS Code with ipympl installed (`pip install -r requirements-notebook.txt`), run
-  `%matplotlib widget` first to drive the figure's own sliders instead (in JupyterLab the arrow
-  keys move the slider last clicked; Notebook 7 keeps them for moving between cells).
-- A training's window is a picture redrawn while it trains, then its final figure.
+- The controls stand below the figure (ipywidgets; pickers beside it): drag a knob, or click it
+  and press ← or → (in Notebook 7, Shift+← or Shift+→: it keeps the plain arrows for moving
+  between cells). In JupyterLab, Notebook 7 or VS Code with ipympl installed (`pip install -r
+  requirements-notebook.txt`), run `%matplotlib widget` first to drive the figure's own sliders
+  instead, with the same keys.
+- In Notebook 7, turn off Settings → Settings Editor → Jupyter Notebook Notebook → Auto Scroll
+  Outputs once: else a long output (a lesson's lines, figure and view) shows in a small box to scroll.
+- A training's window is a picture redrawn while it trains, below its set-up lines, then its
+  final figure.
 - Interrupt (the stop button) ends a running lesson with `stopped`, and the kernel goes on; as
   after any `%run`, cells that Run All queued after it still run.
-- Any lesson takes its flags in the cell: `%run week2/01_causal_mask.py --seed 3`; `--help` lists them.
+- Any lesson takes its flags in the cell: `%run week2/01_causal_mask.py --seed 3`; `--help` lists
+  them, its Try it lines as cells to paste.
 """
+
+
+def literal(text, indent, width=110):
+    """text as Python string literals side by side, one a line, each line at most `width` long:
+    the code of a cell that prints it, starting `indent` characters in."""
+    lines, line = [], ""
+    for word in text.split(" "):
+        if line and indent + len(json.dumps(line + word)) > width:
+            lines.append(line)
+            line = ""
+        line += word + " "
+    lines.append(line.rstrip(" "))
+    return ("\n" + " " * indent).join(json.dumps(piece) for piece in lines)
 
 
 def badge(filename):
@@ -164,7 +192,8 @@ def lesson_cells(lesson):
 def notebook(page, declared):
     filename, title, sections = PAGES[page]
     intro = INTRO.format(title=title, badge=f"\n{badge(filename)}\n" if REPOSITORY else "")
-    set_up = SETUP.format(repository=json.dumps(REPOSITORY), wanted=json.dumps(WANTED))
+    set_up = SETUP.format(repository=json.dumps(REPOSITORY), wanted=json.dumps(WANTED),
+                          no_torch=literal(NO_TORCH, 14), widgets_7=literal(WIDGETS_7, 14))
     cells = [markdown(intro, f"{page}-intro"), code(set_up, "setup")]
     mine = [lesson for lesson in declared.values() if lesson.page[0] == page]
     unknown = [lesson.name for lesson in mine if lesson.page[1] not in sections]

@@ -62,9 +62,15 @@ def drawn_plainly(view):
     return drawing.drawn_plainly(view)[..., :3]
 
 
+def cropped(pixels, box):
+    """The pixels in box (left, top, right, bottom, from the top left): a WidgetView's `crop`."""
+    left, top, right, bottom = box
+    return pixels[top:bottom, left:right]
+
+
 def picture_of(driven):
-    """The image a WidgetView shows, as pixels, and its alt text (compared with the top
-    `driven.rows` rows of a full draw: the figure above its widgets)."""
+    """The image a WidgetView shows, as pixels, and its alt text (compared with its `crop` of a
+    full draw: the figure without its widgets)."""
     found = re.search(r'src="data:image/png;base64,([^"]+)" alt="([^"]*)"', driven.picture.value)
     image = np.asarray(Image.open(io.BytesIO(base64.b64decode(found.group(1)))).convert("RGB"))
     return image, html.unescape(found.group(2))

@@ -1,11 +1,18 @@
-"""The page notebooks in a real browser, as a learner uses them: JupyterLab serving them on
-127.0.0.1, the machine's own chromium (headless) driven through its chromedriver. In each page
-notebook the set-up cell runs, then one live cell (the ipywidgets route: the kernel's own inline
-backend); a drag of its first slider and an arrow key move the view, and its picture then says
-what the lesson's own view says at the slider's new value (its titles, as alt text). Then in
+"""The page notebooks in a real browser, as a learner uses them, in JupyterLab and in Notebook 7:
+one Jupyter server on 127.0.0.1 serves both (JupyterLab at /lab, Notebook 7 at /notebooks/...), and
+the machine's own chromium (headless) is driven through its chromedriver.
+
+In JupyterLab, in each page notebook the set-up cell runs, then one live cell (the ipywidgets route:
+the kernel's own inline backend); a drag of its first slider, an arrow key and Shift+arrow move the
+view, and its picture then says what the lesson's own view says at the slider's new value (its
+titles, as alt text). In Notebook 7, which keeps the plain arrows for moving between cells, the
+same with Shift+arrow, as the view's caption says. In both, with the output area 1,000 px wide:
+week2/01's view and week1/15's (its pickers beside the picture, all of it on the screen at once,
+a click on another adjective moving it) fit it, and so do the figures the cells saved. Then in
 week2's notebook `%matplotlib widget` typed in a cell above the causal mask's, which runs again:
-a drag of T and an arrow key move the figure's own sliders (ipympl), and the figure the browser
-draws is matplotlib's own full draw of the view at that T, pixel for pixel.
+a drag of T and an arrow key (Shift+arrow in Notebook 7) move the figure's own sliders (ipympl),
+the figure the browser draws is matplotlib's own full draw of the view at that T, pixel for pixel,
+and it fits the output area.
 
 The other cells run in a kernel in tests/test_notebooks.py; here the browser's part is tested.
 The notebooks are served from a scratch copy of the lessons (nothing the server or a lesson
@@ -15,6 +22,7 @@ Skipped, saying why, where chromium, chromedriver or the test tools are missing.
 import base64
 import importlib.util
 import io
+import json
 import os
 import secrets
 import shutil
@@ -24,6 +32,7 @@ import sys
 import time
 import urllib.request
 
+import common.live as live
 import common.notebook as notebook
 from common import OUTPUT_ROOT
 
@@ -40,7 +49,7 @@ if CHROMIUM is None or CHROMEDRIVER is None:
     pytest.skip("no chromium and chromedriver on this machine (Debian: apt-get install chromium chromium-driver)",
                 allow_module_level=True)
 # (find_spec, not import: importing ipympl switches matplotlib to its backend, for every test after)
-MISSING = [tool for tool in ("selenium", "jupyterlab", "ipywidgets", "ipympl")
+MISSING = [tool for tool in ("selenium", "jupyterlab", "notebook", "ipywidgets", "ipympl")
            if importlib.util.find_spec(tool) is None]
 if MISSING:
     pytest.skip(f"{', '.join(MISSING)} not installed: pip install -r requirements-test.txt", allow_module_level=True)
@@ -53,6 +62,11 @@ from selenium.webdriver.common.keys import Keys  # noqa: E402
 
 from tests.drawing import QUICKER  # noqa: E402
 from tests.notebook_views import drawn_plainly, let_go, open_view  # noqa: E402
+
+FRONT_ENDS = ["JupyterLab", "Notebook 7"]
+OUTPUT_WIDTH = 1000  # pixels: a notebook's output area on a laptop (the views are drawn at most 980 wide)
+WINDOW_HEIGHT = 800  # pixels: a laptop's browser window, about (a 1,080 px screen less its bars)
+SCROLL_OUTPUT = "@jupyter-notebook/notebook-extension:scroll-output"  # Notebook 7's Auto Scroll Outputs
 
 LIVE_CELL = {"week1": "week1/11_softmax_saturation", "week2": "week2/01_causal_mask", "eli5": "week1/07_eli5_one_block"}
 SCREENSHOTS = run_all.ROOT / "build" / "screenshots"
@@ -111,6 +125,7 @@ class Lab:
                  "--LabApp.news_url=None", "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
                  "--LabApp.extension_manager=readonly", f"--LabApp.user_settings_dir={folder / 'settings'}",
                  f"--LabApp.workspaces_dir={folder / 'workspaces'}", "--LabApp.expose_app_in_browser=True",
+                 "--JupyterNotebookApp.expose_app_in_browser=True",
                  # should this test be killed before it stops the server: it ends by itself, idle
                  "--ServerApp.shutdown_no_activity_timeout=300", "--MappingKernelManager.cull_idle_timeout=240",
                  "--MappingKernelManager.cull_interval=60"],
@@ -149,13 +164,55 @@ class Lab:
     def status(self, path):
         return self.browser.execute_script(f"const w = {PANEL}; return w && w.sessionContext.kernelDisplayStatus", path)
 
-    def open(self, path):
-        """Open the notebook (as a double click in the file browser does); its panel's element
-        once its kernel is idle."""
-        self.browser.execute_script("window.jupyterapp.commands.execute('docmanager:open', {path: arguments[0]})",
-                                    path)
+    def url(self, page):
+        return f"http://127.0.0.1:{self.port}/{page}?token={self.token}"
+
+    def open(self, path, front="JupyterLab"):
+        """Open the notebook in a front end (in JupyterLab as a double click in the file browser
+        does; Notebook 7 gives it a page of its own); its panel's element once its kernel is idle."""
+        if front == "JupyterLab":
+            if "/lab" not in self.browser.current_url:
+                self.browser.get(self.url("lab"))
+            wait_for("JupyterLab's page", lambda: self.browser.execute_script(
+                "return window.jupyterapp && window.jupyterapp.shell && document.querySelector('#jp-main-dock-panel')"))
+            self.browser.execute_script("window.jupyterapp.shell.collapseLeft()")  # (the file browser: room)
+            self.browser.execute_script(
+                "window.jupyterapp.commands.execute('docmanager:open', {path: arguments[0]})", path)
+        else:
+            self.browser.get(self.url(f"notebooks/{path}"))
         wait_for(f"{path}'s kernel", lambda: self.status(path) == "idle")
         return self.browser.execute_script(f"const w = {PANEL}; return w.node", path)
+
+    def fresh(self):
+        """Every kernel shut down (their sessions ended), and the page left: a notebook opened next
+        starts a kernel of its own, in either front end."""
+        self.browser.get("about:blank")
+        api = f"http://127.0.0.1:{self.port}/api/sessions"
+        sessions = json.load(urllib.request.urlopen(f"{api}?token={self.token}", timeout=10))
+        for session in sessions:
+            request = urllib.request.Request(f"{api}/{session['id']}?token={self.token}", method="DELETE")
+            urllib.request.urlopen(request, timeout=30)
+
+    def setting(self, plugin, **values):
+        """Save a front end's settings for one plugin, as its Settings Editor saves them (a page
+        opened next reads them)."""
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/lab/api/settings/{plugin}?token={self.token}", method="PUT",
+            data=json.dumps({"raw": json.dumps(values)}).encode(), headers={"Content-Type": "application/json"})
+        urllib.request.urlopen(request, timeout=30)
+
+    def fit_output(self, cell, width=OUTPUT_WIDTH, height=WINDOW_HEIGHT):
+        """The window resized so that the cell's output area (where a figure or a view stands) is
+        `width` pixels wide, and `height` pixels tall."""
+        output = cell.find_element(By.CSS_SELECTOR, ".jp-OutputArea-output")
+        for _ in range(12):  # (measured, then corrected: Notebook 7 keeps its width in a wide window, up to a point)
+            now = output.rect["width"]
+            if round(now) == width:
+                return
+            size = self.browser.get_window_size()
+            self.browser.set_window_size(size["width"] + round(width - now), height)
+            time.sleep(0.5)
+        assert round(output.rect["width"]) == width
 
     def cell(self, panel, text):
         """The code cell whose source holds `text`."""
@@ -185,10 +242,15 @@ class Lab:
             chain.send_keys(*keys)
         chain.perform()
 
-    def screenshot(self, element, name):
+    def screenshot(self, element, name, window=False):
+        """The element (or the whole window, the element at its top) as a PNG in SCREENSHOTS."""
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         self.browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", element)
-        element.screenshot(str(SCREENSHOTS / name))
+        if window:
+            time.sleep(1)  # (a notebook lays out the cells scrolled into view)
+            self.browser.save_screenshot(str(SCREENSHOTS / name))
+        else:
+            element.screenshot(str(SCREENSHOTS / name))
 
 
 @pytest.fixture(scope="module")
@@ -198,12 +260,12 @@ def lab():
     started.close()
 
 
-def set_up(lab, path):
-    panel = lab.open(path)
+def set_up(lab, path, front="JupyterLab"):
+    panel = lab.open(path, front)
     cell = lab.cell(panel, "# Set-up: run this cell first.")
     lab.run(path, cell)
     assert cell.find_element(By.CSS_SELECTOR, ".jp-OutputArea").text == f"lessons in {lab.root}"
-    return panel
+    return panel, cell
 
 
 def seen(cell):
@@ -215,17 +277,19 @@ def seen(cell):
     return alt, values, readouts
 
 
-@pytest.mark.parametrize("page", list(generate.PAGES))
-def test_a_page_notebooks_view_follows_a_drag_and_an_arrow_key(lab, page, monkeypatch):
-    """The set-up finds the lessons; the live cell shows its picture and controls; a drag of the
-    first slider a third of its track away, then an arrow key, each move the picture, which
-    then says what the lesson's own view says at the values the sliders show."""
-    name, path = LIVE_CELL[page], f"notebooks/{generate.PAGES[page][0]}"
-    assert name not in QUICKER  # (the view is opened here at the cell's own settings)
-    panel = set_up(lab, path)
-    cell = lab.cell(panel, f"%run {name}.py --live")
-    lab.run(path, cell)
-    opened = wait_for("the view", lambda: seen(cell))
+def says_what_the_lesson_says(monkeypatch, name, shown):
+    """The view's picture and readouts, as the browser shows them at its sliders' values, are what
+    the lesson's own view says there (built here, moved to those values)."""
+    view, driven, _, stack = open_view(monkeypatch, name)
+    with stack:
+        for control, value in zip(driven.controls.values(), shown[1], strict=True):
+            let_go(control, type(control.value)(value))
+        assert shown[0] == notebook.titles(view.fig)
+        assert shown[2] == [label.value for label in driven.readouts.values()]
+
+
+def drag_a_third(lab, cell, opened):
+    """Drag the view's first slider a third of its track, towards its far end; what it shows then."""
     handle = cell.find_elements(By.CSS_SELECTOR, ".noUi-handle")[0]
     track = cell.find_elements(By.CSS_SELECTOR, ".noUi-target")[0]
     low, high = float(handle.get_attribute("aria-valuemin")), float(handle.get_attribute("aria-valuemax"))
@@ -235,24 +299,149 @@ def test_a_page_notebooks_view_follows_a_drag_and_an_arrow_key(lab, page, monkey
         .release().perform()
     dragged = wait_for("the drag to move the picture", lambda: (now := seen(cell))[0] != opened[0] and now)
     assert dragged[1][0] != opened[1][0]
-    handle.send_keys(Keys.ARROW_RIGHT if dragged[1][0] < high else Keys.ARROW_LEFT)
+    return dragged, handle, (Keys.ARROW_RIGHT if dragged[1][0] < high else Keys.ARROW_LEFT)
+
+
+def step(lab, cell, handle, key, before, shift=False):
+    """The slider's handle clicked, then `key` (with Shift held); what the view shows once the
+    picture has moved."""
+    ActionChains(lab.browser).click(handle).perform()
+    lab.keys(Keys.SHIFT, key) if shift else lab.keys(key)
+    return wait_for("the key to move the picture", lambda: (now := seen(cell))[0] != before[0] and now)
+
+
+@pytest.mark.parametrize("page", list(generate.PAGES))
+def test_a_page_notebooks_view_follows_a_drag_and_an_arrow_key(lab, page, monkeypatch):
+    """JupyterLab: the set-up finds the lessons; the live cell shows its picture and controls; a
+    drag of the first slider a third of its track away, then an arrow key, then Shift+arrow (the
+    caption's key for Notebook 7, which works here too), each move the picture by a step, which
+    then says what the lesson's own view says at the values the sliders show."""
+    name, path = LIVE_CELL[page], f"notebooks/{generate.PAGES[page][0]}"
+    assert name not in QUICKER  # (the view is opened here at the cell's own settings)
+    panel, _ = set_up(lab, path)
+    cell = lab.cell(panel, f"%run {name}.py --live")
+    lab.run(path, cell)
+    opened = wait_for("the view", lambda: seen(cell))
+    dragged, handle, key = drag_a_third(lab, cell, opened)
+    handle.send_keys(key)
     stepped = wait_for("the key to move the picture", lambda: (now := seen(cell))[0] != dragged[0] and now)
     assert abs(stepped[1][0] - dragged[1][0]) == 1  # one step
+    shifted = step(lab, cell, handle, key, stepped, shift=True)
+    assert abs(shifted[1][0] - stepped[1][0]) == 1
     lab.screenshot(cell.find_element(By.CSS_SELECTOR, ".widget-vbox"), f"{page}_ipywidgets.png")
-    view, driven, _, stack = open_view(monkeypatch, name)
+    says_what_the_lesson_says(monkeypatch, name, shifted)
+
+
+def test_in_notebook_7_a_view_follows_a_drag_and_shift_arrow_as_its_caption_says(lab, monkeypatch):
+    """Notebook 7 runs its shortcuts before the slider sees a key, and takes the plain arrows for
+    moving between cells: a plain arrow leaves T where it is (the notebook's focus moves on); with
+    Shift held, as the view's caption says, the arrow moves T one step."""
+    lab.fresh()
+    name, path = "week2/01_causal_mask", "notebooks/week2.ipynb"
+    panel, _ = set_up(lab, path, "Notebook 7")
+    cell = lab.cell(panel, f"%run {name}.py --live")
+    lab.run(path, cell)
+    opened = wait_for("the view", lambda: seen(cell))
+    assert notebook.KEYS in cell.find_element(By.CSS_SELECTOR, ".widget-vbox").text
+    dragged, handle, key = drag_a_third(lab, cell, opened)
+    ActionChains(lab.browser).click(handle).perform()
+    lab.keys(key)
+    time.sleep(2)  # (time for a move to come back, had there been one)
+    assert seen(cell) == dragged and "noUi-handle" not in lab.browser.execute_script(
+        "return document.activeElement.className")
+    stepped = step(lab, cell, handle, key, dragged, shift=True)
+    assert abs(stepped[1][0] - dragged[1][0]) == 1  # one step
+    says_what_the_lesson_says(monkeypatch, name, stepped)
+
+
+def fits(lab, output):
+    """The cell's output area, at its width, shows all of it: nothing wider than it (each image
+    drawn at its own size, or scaled down to fit), nothing to scroll sideways."""
+    return lab.browser.execute_script("""
+        const area = arguments[0], box = area.getBoundingClientRect();
+        const inside = Array.from(area.querySelectorAll('img, canvas, .widget-vbox'))
+            .every(e => e.getBoundingClientRect().right <= box.right + 0.5 && e.getBoundingClientRect().width > 0);
+        return inside && area.scrollWidth <= area.clientWidth;""", output)
+
+
+@pytest.mark.parametrize("front", FRONT_ENDS)
+def test_with_a_1000_px_output_area_the_views_and_figures_fit_and_the_pickers_show_with_their_picture(
+        lab, front, monkeypatch):
+    """With the output area 1,000 px wide (the window 800 px tall): week1/15's saved figure (1,560
+    px) is scaled down to fit, and its view, pickers beside the picture, fits it and the screen at
+    once (in Notebook 7 once Auto Scroll Outputs is off: by default it puts this long output in a
+    box 312 px tall); a click on another adjective moves the picture, which says what the lesson's
+    own view says there. week2/01's figure and view fit it. Each view's picture is drawn at its
+    own size (not scaled down)."""
+    lab.fresh()
+    try:
+        for name, page in (("week1/15_context_decides", "eli5"), ("week2/01_causal_mask", "week2")):
+            fits_the_output_area(lab, front, name, page, monkeypatch)
+    finally:
+        lab.setting(SCROLL_OUTPUT)
+
+
+
+def fits_the_output_area(lab, front, name, page, monkeypatch):
+    path = f"notebooks/{generate.PAGES[page][0]}"
+    panel, set_up_cell = set_up(lab, path, front)
+    lab.fit_output(set_up_cell)
+    cell = lab.cell(panel, f"%run {name}.py --live")
+    lab.run(path, cell)
+    if front == "Notebook 7" and name == "week1/15_context_decides":
+        # Notebook 7 puts an output over 1,820 px tall (this one: its lines, its figure, its view) in a box 312 px
+        # tall, to scroll; as the README says, Auto Scroll Outputs turned off once shows it whole.
+        assert "jp-mod-outputsScrolled" in wait_for("the view", lambda: seen(cell) and cell).get_attribute("class")
+        lab.setting(SCROLL_OUTPUT, autoScrollOutputs=False)
+        panel, _ = set_up(lab, path, front)  # (the page opened again reads it)
+        cell = lab.cell(panel, f"%run {name}.py --live")
+        lab.run(path, cell)
+    wait_for("the view", lambda: seen(cell))
+    assert "jp-mod-outputsScrolled" not in cell.get_attribute("class")
+    output, view = (cell.find_element(By.CSS_SELECTOR, css) for css in (".jp-OutputArea", ".widget-vbox"))
+    picture = view.find_element(By.CSS_SELECTOR, ".widget-html img")
+    lab.browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", view)
+    assert fits(lab, output), f"{name} in {front}"
+    assert picture.get_property("naturalWidth") <= notebook.WIDTH
+    assert round(picture.rect["width"]) == picture.get_property("naturalWidth")  # (at its own size)
+    lab.screenshot(view, f"{name.split('/')[1]}_{front.replace(' ', '_')}_1000px.png", window=True)
+    if name == "week1/15_context_decides":
+        figure = cell.find_elements(By.CSS_SELECTOR, ".jp-RenderedImage img")[0]
+        assert figure.get_property("naturalWidth") > OUTPUT_WIDTH >= figure.rect["width"]
+        pickers = view.find_elements(By.CSS_SELECTOR, ".widget-radio-box")
+        assert all(p.rect["x"] >= picture.rect["x"] + picture.rect["width"] for p in pickers)  # beside it
+        lab.browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", view)
+        assert lab.browser.execute_script(  # all of it on the screen at once
+            "return arguments[0].getBoundingClientRect().bottom <= window.innerHeight", view)
+        pick_another(lab, cell, view, monkeypatch, name)
+
+
+def pick_another(lab, cell, view, monkeypatch, name):
+    """A click on an adjective not picked (the last picker's): the picture moves, and says what the
+    lesson's own view says with the pickers where the browser shows them."""
+    before = seen(cell)
+    labels = view.find_elements(By.CSS_SELECTOR, ".widget-radio-box label")
+    adjectives = view.find_elements(By.CSS_SELECTOR, ".widget-radio-box")[-1].find_elements(By.TAG_NAME, "label")
+    next(label for label in adjectives if not label.find_element(By.TAG_NAME, "input").is_selected()).click()
+    moved = wait_for("the click to move the picture", lambda: (now := seen(cell))[0] != before[0] and now)
+    chosen = [label.text for label in labels if label.find_element(By.TAG_NAME, "input").is_selected()]
+    shown_view, driven, _, stack = open_view(monkeypatch, name)
     with stack:
-        for control, value in zip(driven.controls.values(), stepped[1], strict=True):
-            let_go(control, type(control.value)(value))
-        assert stepped[0] == notebook.titles(view.fig)
-        assert stepped[2] == [label.value for label in driven.readouts.values()]
+        for control in driven.controls.values():
+            let_go(control, next(c for c in chosen if c in control.options))
+        assert moved[0] == notebook.titles(shown_view.fig)
 
 
-def test_under_ipympl_a_drag_and_an_arrow_key_move_the_figures_own_sliders(lab, monkeypatch):
+@pytest.mark.parametrize("front", FRONT_ENDS)
+def test_under_ipympl_a_drag_and_an_arrow_key_move_the_figures_own_sliders(lab, front, monkeypatch):
     """week2's notebook: `%matplotlib widget` in a new cell above the causal mask's (as its
-    intro says), then the causal mask again: the figure's own canvas; T dragged from 4 to 9,
-    then the right arrow key: the browser draws what matplotlib draws of the view at T = 10."""
+    intro says), then the causal mask again: the figure's own canvas, which fits a 1,000 px
+    output area; T dragged from 4 to 9, then the right arrow key (Shift+right in Notebook 7):
+    the browser draws what matplotlib draws of the view at T = 10."""
+    lab.fresh()
     path = "notebooks/week2.ipynb"
-    panel = set_up(lab, path)
+    panel, set_up_cell = set_up(lab, path, front)
+    lab.fit_output(set_up_cell)
     cell = lab.cell(panel, "%run week2/01_causal_mask.py --live")
     lab.browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", cell)
     cell.find_element(By.CSS_SELECTOR, ".jp-InputPrompt").click()
@@ -271,11 +460,12 @@ def test_under_ipympl_a_drag_and_an_arrow_key_move_the_figures_own_sliders(lab, 
     canvases = wait_for("the figure's canvas", lambda: cell.find_elements(
         By.CSS_SELECTOR, ".jupyter-matplotlib-canvas-div canvas"))
     picture, events = canvases  # (the figure's image, and the layer above it that takes the mouse)
-    view, driven, _, stack = open_view(monkeypatch, "week2/01_causal_mask")
+    view, _, _, stack = open_view(monkeypatch, "week2/01_causal_mask", "module://ipympl.backend_nbagg")
     with stack:
         T = view.widgets["T"]
         width, height = events.size["width"], events.size["height"]
-        assert (width, height) == tuple(view.fig.bbox.size)
+        assert (width, height) == view.fig.canvas.get_width_height()
+        assert fits(lab, cell.find_element(By.CSS_SELECTOR, ".jp-OutputArea")), front
 
         def at(value):  # where the knob stands at `value`, from the element's centre (selenium's origin)
             x, y = T.ax.transData.transform((value, 0.5))
@@ -285,8 +475,9 @@ def test_under_ipympl_a_drag_and_an_arrow_key_move_the_figures_own_sliders(lab, 
         (x0, y0), (x1, _) = at(4), at(9)
         ActionChains(lab.browser).move_to_element_with_offset(events, x0, y0).click_and_hold() \
             .move_by_offset((x1 - x0) // 2, 0).move_by_offset(x1 - x0 - (x1 - x0) // 2, 0).release().perform()
-        ActionChains(lab.browser).send_keys(Keys.ARROW_RIGHT).perform()
-        let_go(driven.controls["T"], 10)
+        lab.keys(Keys.SHIFT, Keys.ARROW_RIGHT) if front == "Notebook 7" else lab.keys(Keys.ARROW_RIGHT)
+        with live.window_style():
+            T.set_val(10)
         expected = drawn_plainly(view)
         assert view.fig.axes[0].get_title() == "weights, T = 10: 45 grey cells blocked\n(T(T-1)/2 = 45)"
 
@@ -297,4 +488,5 @@ def test_under_ipympl_a_drag_and_an_arrow_key_move_the_figures_own_sliders(lab, 
         try:
             wait_for("the browser to draw T = 10", lambda: np.array_equal(drawn(), expected), 30)
         finally:
-            lab.screenshot(cell.find_element(By.CSS_SELECTOR, ".jupyter-matplotlib"), "week2_ipympl.png")
+            lab.screenshot(cell.find_element(By.CSS_SELECTOR, ".jupyter-matplotlib"),
+                           f"week2_ipympl_{front.replace(' ', '_')}.png")

@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import common.cli as cli
+import common.live as live
 from common.cli import Range
 
 import pytest
@@ -147,6 +149,31 @@ def test_help_shows_every_flags_range_and_default(runs):
     help_text = runs[HELP["week1/01_attention_from_scratch"]].stdout
     assert "--seed SEED      seed of the NumPy generator (0..4,294,967,295; default 42)" in help_text
     assert "--tokens TOKENS  T, words per sentence (1..512; default 3)" in help_text
+
+
+def test_in_a_notebook_kernel_help_and_its_try_it_lines_read_as_cells(monkeypatch, capsys):
+    """In a kernel (`%run lesson.py --help`), from the clone's folder as the notebooks run there: the
+    usage names the lesson as a cell runs it, each Try it line is a cell to paste (`%run
+    week2/01_causal_mask.py --seed 0 --seq-len 6`, never the terminal's interpreter), --live says what
+    it shows below the cell (a training's: a picture redrawn while it trains), and a usage error
+    names the lesson the same way. The terminal's help: test_help_says_what_to_try."""
+    monkeypatch.chdir(run_all.ROOT)
+    for module in (cli, live):
+        monkeypatch.setattr(module, "kernel", lambda: object())
+    for name, lesson in LESSONS.items():
+        help_text = lesson.parser().format_help()
+        assert help_text.startswith(f"usage: %run {name}.py [-h]") and sys.executable not in help_text
+        cells = [line.strip() for line in help_text.split("\nTry it:\n")[1].splitlines() if line.startswith("  %")]
+        assert cells == [f"%run {name}.py {args}".rstrip() for args, _ in lesson.try_it]
+        words = " ".join(help_text.split())
+        if lesson.live:
+            assert "(needs a display)" not in words and "window" not in words.split("--live", 1)[1][:300]
+            assert ("a picture redrawn while it trains" if lesson.training else "the figure below them") in words
+    causal_mask = LESSONS["week2/01_causal_mask"]
+    assert "%run week2/01_causal_mask.py --seed 0 --seq-len 6\n" in causal_mask.parser().format_help()
+    with pytest.raises(SystemExit):
+        causal_mask.args(["--seq-len", "99"])
+    assert capsys.readouterr().err.startswith("%run week2/01_causal_mask.py: error: argument --seq-len")
 
 
 def test_a_python_without_the_packages_gets_one_line_on_how_to_set_up(tmp_path):

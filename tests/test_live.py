@@ -839,6 +839,20 @@ def test_the_bottleneck_window_follows_both_printed_trainings():
     assert np.array_equal(pixels(window_.view.fig), drawn_plainly(window_.view))
 
 
+def test_the_bottleneck_windows_table_says_it_fills_in_when_the_attention_model_trains():
+    """The fixed-context model trains first: its redraws leave the attention model's table blank,
+    and the table's title says so from the first; the attention model's first redraw fills it."""
+    module, _, _, _, (window_,) = run_live("week1/09_bottleneck_experiment", "--steps", "20", "--table")
+    view, redraw = module.live_training(20, "all")
+    table_ax = view.fig.axes[1]
+    redraw("fixed-context", False, 1, [2.3], None)
+    assert not table_ax.images[0].get_array().any()
+    assert table_ax.get_title().endswith("(blank until it trains, second)")
+    redraw("attention", True, 1, [2.3], window_.last[4])
+    assert table_ax.images[0].get_array().any() and table_ax.get_title() == "its alignment table, step 1"
+    plt.close(view.fig)
+
+
 def test_watching_a_training_takes_a_bounded_share_of_its_time(monkeypatch):
     """Each redraw is followed by a wait of at least cost / 0.05: with redraws that cost 0.2 s,
     at most one in every 4 s of training."""

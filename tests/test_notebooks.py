@@ -22,7 +22,7 @@ import re
 import time
 from pathlib import Path
 
-from common import OUTPUT_ROOT
+from common import KERNEL_INSTALL, OUTPUT_ROOT
 
 import pytest
 
@@ -64,6 +64,7 @@ EXTRA = {
                  "spec.loader.exec_module(causal_mask)\n"
                  "causal_mask.main()"),
     "argument list": "causal_mask.main(['--seed', '3', '--seq-len', '6'])",
+    "help": "%run week2/01_causal_mask.py --help",
     "widget": "%matplotlib widget",
     "live under ipympl": "%run week2/01_causal_mask.py --live",
     "pyplot after": "import matplotlib.pyplot as plt\nprint(matplotlib.get_backend(), plt.get_fignums())",
@@ -213,6 +214,41 @@ def test_the_set_up_cell_says_in_one_line_where_the_lessons_are_not_beside_it(tm
     assert list(tmp_path.iterdir()) == []
 
 
+# A kernel's imports as if torch were not installed (the path finder that would find it, replaced).
+WITHOUT_TORCH = """import importlib.machinery, sys
+class WithoutTorch(importlib.machinery.PathFinder):
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        return None if name.split(".")[0] == "torch" else super().find_spec(name, path, target)
+sys.meta_path[sys.meta_path.index(importlib.machinery.PathFinder)] = WithoutTorch"""
+FORGET_FINDER = "sys.meta_path[:] = [f for f in sys.meta_path if type(f).__name__ != '_LessonsMissing']"
+
+
+def test_a_kernel_without_torch_is_told_the_one_cell_that_installs_it_and_each_lesson_says_one_line():
+    """The set-up cell prints the command that installs torch's CPU build, with its size and time;
+    a lesson that needs torch then says in one line what to run (a lesson that does not, week1/02,
+    runs); the learner's own `import torch` keeps Python's own error. Without the lessons' finder
+    the lesson's cell would show the whole traceback."""
+    set_up = nbformat.read(NOTEBOOKS["week1"], as_version=4).cells[1].source
+    lesson, other = "%run week1/01_attention_from_scratch.py", "%run week1/02_dot_product_variance.py --pairs 2000"
+    sources = [WITHOUT_TORCH, set_up, lesson, other, "import torch", FORGET_FINDER, lesson]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(source) for source in sources])
+    nbclient.NotebookClient(nb, timeout=120, allow_errors=True, kernel_name="python3",
+                            resources={"metadata": {"path": str(NOTEBOOKS["week1"].parent)}}).execute(env=KERNEL_ENV)
+    _, set_up, lesson, other, own, _, unhelped = nb.cells
+    assert stream(set_up, "stderr") == generate.NO_TORCH + "\n" and "190 MB" in generate.NO_TORCH
+    assert KERNEL_INSTALL["torch"].split(": ", 1)[1] in generate.NO_TORCH  # (the same command: %pip install torch ...)
+    (error,) = outputs(lesson, "error")
+    assert error.traceback == [f"week1/01_attention_from_scratch.py: this kernel has no torch; "
+                               f"{KERNEL_INSTALL['torch']}, then run this cell again"]
+    assert stream(lesson, "stdout") == ""
+    assert outputs(other, "error") == [] and "scaled_var" in stream(other, "stdout")
+    (error,) = outputs(own, "error")
+    assert error.ename == "ModuleNotFoundError" and error.evalue == "No module named 'torch'"
+    (error,) = outputs(unhelped, "error")
+    assert error.ename == "ModuleNotFoundError" and len(error.traceback) > 1
+
+
 def test_once_the_project_has_an_address_each_notebook_and_the_readme_get_a_colab_badge(monkeypatch):
     readme = (run_all.ROOT / "README.md").read_text(encoding="utf-8")
     assert "colab.research.google.com" not in json.dumps(generate.notebook("week2", LESSONS))  # (no badge yet)
@@ -290,14 +326,25 @@ def view_models(client, cell):
     return [(state["_model_name"], state) for state in states]
 
 
+CONTROLS = {"IntSliderModel", "FloatSliderModel", "SelectionSliderModel", "RadioButtonsModel"}
+
+
 def controlled_view(client, cell):
     """The picture's HTML if the cell shows one view, the figure as an image with alt text
-    (its titles) above its controls; else None."""
+    (its titles) first, then its controls (below it, or beside it); else None."""
     views = view_models(client, cell)
     if len(views) != 1 or views[0][0] != "VBoxModel":
         return None
-    picture, *rows = [client.widget_state[child.removeprefix("IPY_MODEL_")] for child in views[0][1]["children"]]
-    if picture["_model_name"] != "HTMLModel" or not re.search(r'alt="[^"]+"', picture["value"]) or not rows:
+
+    def parts(state):  # the view's models, first to last
+        for child in state.get("children", []):
+            child = client.widget_state[child.removeprefix("IPY_MODEL_")]
+            yield child
+            yield from parts(child)
+
+    picture, *rest = [state for state in parts(views[0][1]) if not state["_model_name"].endswith("BoxModel")]
+    if picture["_model_name"] != "HTMLModel" or not re.search(r'alt="[^"]+"', picture["value"]) or \
+            not any(state["_model_name"] in CONTROLS for state in rest):
         return None
     return picture["value"]
 
@@ -320,11 +367,19 @@ def window_then_figure(messages):
     return len(ids) >= 3 and ids[0] is not None and ids[1:-1] == [ids[0]] * (len(ids) - 2) and ids[-1] is None
 
 
+def printed_before_shown(cell):
+    """The cell printed lines before its first image: a training's set-up before its window."""
+    kinds = ["image" if "image/png" in o.get("data", {}) else o.get("name") for o in cell.outputs]
+    return "stdout" in kinds and "image" in kinds and kinds.index("stdout") < kinds.index("image")
+
+
 def test_a_trainings_window_is_an_image_refreshed_while_it_trains_then_its_figure(ran):
+    """... shown below the lines the lesson printed before its training (its set-up)."""
     for page, name, _, cell in lesson_cells(ran):
         if LESSONS[name].training:
             client, nb, _ = ran[page]
             assert window_then_figure(client.messages[nb.cells.index(cell)]), name
+            assert printed_before_shown(cell), name
 
 
 def test_the_checks_of_a_kernels_run_can_fail(ran):
@@ -343,6 +398,9 @@ def test_the_checks_of_a_kernels_run_can_fail(ran):
     assert controlled_view(client, extra["live under ipympl"]) is None
     training = client.messages[nb.cells.index(cells["week2/12_train_tiny_transformer"])]
     assert not window_then_figure([msg for msg in training if msg["msg_type"] != "update_display_data"])
+    shown_first = copy.deepcopy(cells["week2/12_train_tiny_transformer"])
+    shown_first.outputs.sort(key=lambda o: "image/png" not in o.get("data", {}))
+    assert not printed_before_shown(shown_first)
 
 
 def test_interrupt_during_a_training_says_stopped_and_the_kernel_answers_the_next_cell(ran):
@@ -359,6 +417,13 @@ def test_the_kernels_backend_is_left_as_it_was(ran):
     before = stream(extra["backend before"], "stdout")
     assert before.strip() in ("inline", "module://matplotlib_inline.backend_inline")
     assert stream(extra["backend after"], "stdout") == before
+
+
+def test_help_in_a_cell_reads_as_cells(ran):
+    """`%run week2/01_causal_mask.py --help`: its usage and Try it lines are cells to paste."""
+    said = stream(ran["week2"][2]["help"], "stdout")
+    assert said.startswith("usage: %run week2/01_causal_mask.py [-h]")
+    assert "\n  %run week2/01_causal_mask.py --seed 0 --seq-len 6\n" in said and "python" not in said
 
 
 def test_a_lesson_imported_in_a_cell_reads_no_kernel_argv_and_takes_an_argument_list(ran):

@@ -644,8 +644,8 @@ def live_training(steps, look_back):
     image = table_ax.imshow(np.zeros((len(EXAMPLE), len(EXAMPLE))), cmap="Greys", vmin=0, vmax=1, interpolation="none")
     table_ax.set_xticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])
     table_ax.set_yticks(range(len(EXAMPLE)), [str(d) for d in EXAMPLE])
-    table_ax.set(xlabel="digit read (source)", ylabel="digit written (target)",
-                 title="the attention model's alignment table")
+    table_ax.set(xlabel="digit read (source)", ylabel="digit written (target)",  # (blank: it trains second)
+                 title="the attention model's alignment table\n(blank until it trains, second)")
     fig.suptitle("Training as it happens: two translators, one summary or a look back")
     blit = Blit(fig)
     blit.add(*curves.values(), loss_ax.title, image, table_ax.title)  # what a redraw changes
