@@ -12,7 +12,7 @@ installs it, for the imports the lessons' own files make (MissingInKernel).
 """
 import sys
 
-from common.notebook import kernel
+from common.kernel import kernel
 
 
 def _quiet_hook(kind, error, traceback):

@@ -9,9 +9,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from common import live as windows  # (a lesson's --live: its window, or its view inline in a notebook)
 from common import shown
-from common.notebook import kernel
+from common.kernel import kernel
 
 # What one run may hold and do. A run over either limit is refused before it starts.
 MAX_NUMBERS = 32_000_000  # numbers in the largest array: 256 MB in float64, so the few live
@@ -136,6 +135,20 @@ def lesson_parser(script, description, try_it):
     return parser
 
 
+def add_live(parser, what, training=False):
+    """The --live flag, its help saying when the window opens and what it lets you try (a
+    training's window opens as the training starts); in a notebook kernel, what it shows there."""
+    if kernel() is not None:
+        help = (f"below the printed lines, as the training starts, a picture redrawn while it trains, to {what}"
+                if training else f"after the printed lines, the figure below them with controls, to try it: {what} "
+                "(after %%matplotlib widget, the figure's own sliders)")  # (%% : argparse formats help with %)
+    else:
+        when = ("open a window as the training starts, to" if training
+                else "after the printed lines, open a window to try it:")
+        help = f"{when} {what} (needs a display)"
+    parser.add_argument("--live", action="store_true", help=help)
+
+
 NOT_KNOBS = ("figure", "live")  # flags that change where results go, never what is computed
 
 
@@ -214,7 +227,7 @@ class Lesson:
         if self.figure is not None:
             parser.add_argument("--figure", type=png_path, default=None, help=self.figure)
         if self.live is not None:
-            windows.add_live(parser, self.live, self.training)
+            add_live(parser, self.live, self.training)
         return parser
 
     def args(self, argv=None):
@@ -233,7 +246,9 @@ class Lesson:
         if problem:
             parser.error(problem)
         if getattr(args, "live", False):
-            windows.need_window(parser, saves=self.figure is not None)
+            from common import live  # (a window, or a view inline in a notebook: loaded only for --live)
+
+            live.need_window(parser, saves=self.figure is not None)
         args.at_defaults = at_defaults(parser, args, ignore=self.print_only)
         return args
 

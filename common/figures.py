@@ -16,10 +16,11 @@ renamed over it, so an interruption (Ctrl-C) never leaves a half-written image.
 import io
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from common import OUTPUT_ROOT, REPO_ROOT, shown
-from common.notebook import kernel, show_png
+from common.kernel import kernel, show_png
 
 import matplotlib
 
@@ -28,6 +29,7 @@ if kernel() is None:
 import matplotlib.pyplot as plt  # noqa: E402  (the backend must be chosen first)
 
 DPI = 100
+FONT_SIZE = 12  # a live view's text: readable on a laptop screen at the window sizes the lessons use
 
 
 def figure_path(args, default):
@@ -80,3 +82,11 @@ def save_figure(fig, path):
     if path is None:
         return "figure not saved: these settings are not the defaults (add --figure PATH.png to save it)"
     return f"saved {shown(path)}"
+
+
+@contextmanager
+def window_style():
+    """A live view's text, readable on a laptop screen, for what is drawn inside (and only inside)
+    the block: a saved figure is drawn without it, so --live never changes it."""
+    with plt.rc_context({"font.size": FONT_SIZE}):
+        yield

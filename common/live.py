@@ -29,16 +29,14 @@ training's window is an image refreshed while the cell runs.
 import os
 import sys
 import time
-from contextlib import contextmanager, nullcontext
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from common.notebook import TrainingDisplay, ipympl_active, kernel, show_view
+from common.figures import window_style
+from common.kernel import kernel
+from common.notebook import TrainingDisplay, ipympl_active, show_view
 
-# matplotlib (about a second to import here) is imported by the functions below, when a
-# window is wanted: a lesson run without --live does not load it for a window it never opens.
-
-FONT_SIZE = 12  # readable on a laptop screen at the window sizes the lessons use
 REDRAW_EVERY = 0.5  # seconds, at least, between redraws of a window that watches a training
 DRAWING_SHARE = 0.05  # ... and at most this share of the training's time spent drawing it
 
@@ -134,20 +132,6 @@ class Blit:
         canvas.blit(self.fig.bbox)
 
 
-def add_live(parser, what, training=False):
-    """The --live flag, its help saying when the window opens and what it lets you try (a
-    training's window opens as the training starts); in a notebook kernel, what it shows there."""
-    if kernel() is not None:
-        help = (f"below the printed lines, as the training starts, a picture redrawn while it trains, to {what}"
-                if training else f"after the printed lines, the figure below them with controls, to try it: {what} "
-                "(after %%matplotlib widget, the figure's own sliders)")  # (%% : argparse formats help with %)
-    else:
-        when = ("open a window as the training starts, to" if training
-                else "after the printed lines, open a window to try it:")
-        help = f"{when} {what} (needs a display)"
-    parser.add_argument("--live", action="store_true", help=help)
-
-
 def why_no_window(instead):
     """None if a window can open here (the figures made next will be windows); else the
     reason in words, ending with `instead`: what to do without a window."""
@@ -180,9 +164,7 @@ def why_no_window(instead):
 def need_window(parser, saves=False):
     """Exit with one line and status 2 if no window can open; else make the next figures windows.
     In a notebook kernel the view opens inline, with the backend the learner chose: nothing to do."""
-    import common.figures  # noqa: F401  (first: on import it draws with Agg; the window is chosen after it)
-
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # (common.figures, imported above, chose Agg; the window is chosen below)
 
     if kernel() is not None:
         return
@@ -192,15 +174,6 @@ def need_window(parser, saves=False):
         parser.exit(2, f"{parser.prog}: --live cannot open a window here: {problem}\n")
     for name, key in (("keymap.back", "left"), ("keymap.forward", "right")):  # the arrows move sliders
         plt.rcParams[name] = [k for k in plt.rcParams[name] if k != key]
-
-
-@contextmanager
-def window_style():
-    """Text readable on a laptop screen, for what is drawn inside (and only inside) the block."""
-    import matplotlib.pyplot as plt
-
-    with plt.rc_context({"font.size": FONT_SIZE}):
-        yield
 
 
 def add_slider(fig, label, lo, hi, value, row=0, step=1, **options):

@@ -30,6 +30,9 @@ import html
 import io
 import sys
 
+from common.figures import window_style
+from common.kernel import display, png_image
+
 WIDTH = 980  # pixels: the widest a view is drawn inline (JupyterLab with its side bar open and Notebook 7 give
 #              an output area of about 1,000 px on a laptop; a wider picture is scaled down, or cut)
 HEIGHT = 540  # pixels: the tallest; with a notebook's bars above it, a view and its controls then show at once
@@ -42,13 +45,6 @@ KEYS = "Drag a knob, or click it and press \u2190 or \u2192 (in Notebook 7: Shif
 WIDGETS_7 = ("(this kernel has ipywidgets {version}: JupyterLab 4 and Notebook 7 draw ipywidgets 8 only, and show an "
              "error in place of the view below; there, run %pip install -U ipywidgets in a cell, then restart the "
              "kernel)")
-
-
-def kernel():
-    """The IPython kernel's shell this runs in, or None (a terminal, a script, a plain IPython)."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return shell if getattr(shell, "kernel", None) is not None else None
 
 
 def ipympl_active():
@@ -83,18 +79,6 @@ def widgets_7_note():
     if ipywidgets.__version__.split(".")[0] != "7" or "google.colab" in sys.modules:
         return None
     return WIDGETS_7.format(version=ipywidgets.__version__)
-
-
-def display(*objects, **options):
-    from IPython.display import display as show
-
-    return show(*objects, **options)
-
-
-def png_image(png):
-    from IPython.display import Image
-
-    return Image(data=png, format="png")
 
 
 def titles(fig):
@@ -228,8 +212,6 @@ class WidgetView:
         def moved(change):
             if self.syncing:
                 return
-            from common.live import window_style
-
             with window_style():  # as the window draws, so a label made by the move matches the rest
                 set_value(self.view.widgets[name], change["new"])
             self.sync()
@@ -275,8 +257,6 @@ def on_ipympl(fig):
     """The figure kept out of pyplot on an ipympl canvas of its own, shown once, here; returns
     the canvas. Every action of its front end (a drag, a key, a resize, a draw) runs in the
     window's style, as a window's callbacks do."""
-    from common.live import window_style
-
     import matplotlib.pyplot as plt
     from ipympl.backend_nbagg import new_figure_manager_given_figure
 
@@ -341,7 +321,3 @@ class TrainingDisplay:
     def refresh(self):
         self.handle.update(png_image(buffer_png(self.fig)))
 
-
-def show_png(png):
-    """A figure's PNG bytes, inline."""
-    display(png_image(png))

@@ -12,7 +12,7 @@ notebook kernel the same words are one output of the cell, updated in place, emp
 import sys
 import time
 
-from common.notebook import display, kernel
+from common.kernel import display, kernel
 
 EVERY = 0.1  # seconds between redraws: often enough to look alive, rarely enough to cost nothing
 

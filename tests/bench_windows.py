@@ -113,13 +113,14 @@ def moves(view):
 def run_main(module, path, argv):
     """The lesson's main() with argv, its lines thrown away; returns what it handed show()."""
     handed = []
-    module.show = lambda build, *args: handed.append((build, args))
-    saved, live.need_window = live.need_window, lambda parser, saves=False: None  # (Lesson.args asks common.live)
+    saved = live.show, live.need_window  # (the lesson imports show from common.live; Lesson.args asks it too)
+    live.show = lambda build, *args: handed.append((build, args))
+    live.need_window = lambda parser, saves=False: None
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             module.main(argv)
     finally:
-        live.need_window = saved
+        live.show, live.need_window = saved
     return handed
 
 
@@ -161,9 +162,12 @@ def bench_training(name, path, rounds):
                 times.append(timed(lambda: super(Timed, self).watch(*step_state, last=True), self.view.fig))
                 refs.append(timed(state["ref"].canvas.draw, state["ref"]))
 
-    module.TrainingWindow = Timed
-    with live.window_style():
-        run_main(module, path, ["--live"])
+    saved, live.TrainingWindow = live.TrainingWindow, Timed
+    try:
+        with live.window_style():
+            run_main(module, path, ["--live"])
+    finally:
+        live.TrainingWindow = saved
     plt.close("all")
     return times, refs, {"redraw": times}
 

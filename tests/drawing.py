@@ -70,16 +70,17 @@ def run_live(name, *argv):
             self.last = state
             super().watch(*state, last=last)
 
-    module.show = lambda build, *args: handed.append((build, args))
-    module.TrainingWindow = Watched
-    saved = os.environ.get(OUTPUT_ROOT), live.need_window
+    # (a lesson imports show and TrainingWindow from common.live when --live asks for them; Lesson.args
+    # asks common.live whether a window can open)
+    saved = os.environ.get(OUTPUT_ROOT), live.show, live.TrainingWindow, live.need_window
+    live.show, live.TrainingWindow = (lambda build, *args: handed.append((build, args))), Watched
     os.environ[OUTPUT_ROOT] = str(SCRATCH / "live_runs")
-    live.need_window = lambda parser, saves=False: None  # (Lesson.args asks common.live whether a window can open)
+    live.need_window = lambda parser, saves=False: None
     try:
         with contextlib.redirect_stdout(io.StringIO()) as out:
             module.main([*argv, "--live"])
     finally:
-        live.need_window = saved[1]
+        live.show, live.TrainingWindow, live.need_window = saved[1:]
         if saved[0] is None:
             del os.environ[OUTPUT_ROOT]
         else:

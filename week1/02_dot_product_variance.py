@@ -18,7 +18,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, Lesson, int_range, knob, too_big
-from common.live import Blit, View, add_slider, allowed, show
 from common.records import record
 
 import numpy as np
@@ -71,6 +70,7 @@ def live_view(seed, pairs, printed, d_k):
     with their variances. printed: {d_k: the printed run's raw scores}, shown at those
     widths; the other widths are drawn from a fresh generator with `seed`, as a run with
     that one --d-k would draw them."""
+    from common.live import Blit, View, add_slider, allowed  # the Try it view, loaded only for --live
     widths = allowed(WIDTHS, *printed)
     dots = {d_k: printed.get(d_k) for d_k in widths}
     dots.update({d_k: dot_products(np.random.default_rng(seed), pairs, d_k) for d_k, v in dots.items() if v is None})
@@ -133,6 +133,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     printed = lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.seed, args.pairs, printed, args.d_k[-1])  # opens at the last width printed
 
 

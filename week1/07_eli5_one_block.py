@@ -23,7 +23,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.blocks import causal_mask
 from common.cli import SEED, Lesson, int_range, knob
-from common.live import Blit, View, add_slider, show
 from common.printing import n_params, vec
 from common.records import record
 
@@ -265,6 +264,7 @@ def columns(stage, width):
 def live_view(d, h, f, seed):
     """The page's "click the stages": a stage slider; the grid at that stage, the 'sat' row
     boxed, its numbers written out."""
+    from common.live import Blit, View, add_slider  # the Try it view, loaded only for --live
     x, block, _ = build(d, h, f, seed)
     with torch.no_grad():
         grids = {name: value[0].numpy() for name, value in stages(block, x).items()}  # name -> [3, width]
@@ -336,6 +336,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.d_model, args.heads, args.d_ff, args.seed)
 
 

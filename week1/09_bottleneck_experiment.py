@@ -27,7 +27,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import REPO_ROOT, run
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, TrainingWindow, View, show
 from common.progress import Progress
 from common.records import measured, record, said
 
@@ -635,6 +634,7 @@ def make_figure(accuracy, rows, example_alpha, max_len):
 def live_training(steps, look_back):
     """The window that follows both trainings (--live), and its redraw: each model's loss as
     it falls, and the attention model's alignment table for the example row, as it forms."""
+    from common.live import Blit, View  # the Try it view, loaded only for --live
     fig, (loss_ax, table_ax) = plt.subplots(1, 2, figsize=(12, 5.5), width_ratios=(3, 2))
     fig.subplots_adjust(left=0.07, right=0.97, bottom=0.12, top=0.86, wspace=0.25)  # fixed: quicker redraws
     curves = {name: loss_ax.plot([], [], color=colour, label=name)[0]
@@ -669,9 +669,15 @@ LESSON = Lesson(__file__, page=("week1", 1), description=DESCRIPTION, knobs=KNOB
 
 def main(argv=None):
     args = LESSON.args(argv)
-    window = TrainingWindow(live_training, args.steps, args.look_back) if args.live else None
+    window = None
+    if args.live:
+        from common.live import TrainingWindow  # the Try it view, loaded only for --live
+
+        window = TrainingWindow(live_training, args.steps, args.look_back)  # follows both trainings
     accuracy, rows, example_alpha = lesson(args, window)
     if args.live:
+        from common.live import View, show
+
         show(lambda: View(make_figure(accuracy, rows, example_alpha, args.max_len)))  # the figure a default run saves
 
 

@@ -28,7 +28,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, Lesson, int_range, knob, too_big
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_slider, allowed, show, whole_ticks
 from common.records import record, said
 
 import numpy as np
@@ -169,6 +168,7 @@ def live_view(seed, B, T, printed, d_k):
     computed as the table computes them. printed: {d_k: (rows, means)} as below, the printed
     run's own, shown at those widths; every other width is drawn from a fresh generator with
     `seed`, as the first width of a run would be."""
+    from common.live import Blit, View, add_slider, allowed, whole_ticks  # the Try it view, loaded only for --live
     widths = allowed(LIVE_WIDTHS, *printed)
     rows, means = {}, {}  # (d_k, "unscaled" or "scaled") -> one query's weights [T]; (largest weight, gradient)
     for width in widths:
@@ -287,6 +287,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     drawn, wide = lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.seed, args.sentences, args.tokens, drawn, wide)  # opens at the widest width printed
 
 

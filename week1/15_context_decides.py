@@ -31,7 +31,6 @@ from common import REPO_ROOT, run
 from common.blocks import MultiHeadAttention, attention, split_heads
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, show
 from common.printing import n_params
 from common.progress import Progress
 from common.records import measured, record, said
@@ -576,6 +575,8 @@ def live_view(model, hide_adjective, adjective):
     attention in the classic picture (draw_sentence's), changed in place for each choice. It
     opens as the printed run's page sentence, with `adjective` (its first), the adjective
     hidden if the run hid it."""
+    from common.live import Blit, View  # the Try it view, loaded only for --live
+
     from matplotlib.widgets import RadioButtons
 
     fig = plt.figure(figsize=(11, 6.5))
@@ -649,6 +650,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     model = lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, model, args.hide_adjective, args.adjectives[0])
 
 

@@ -31,7 +31,6 @@ from common import REPO_ROOT, run
 from common.blocks import attention, causal_mask, join_heads, sinusoidal_pe, split_heads
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_slider, show
 from common.printing import n_params
 from common.progress import Progress
 from common.records import measured, record, said
@@ -721,6 +720,7 @@ def live_view(model, held, heads, m, example, trained=TASKS["both"]):
     beside all heads (m: what measure() found, the numbers the run printed; a blank not
     `trained` is drawn as the run prints it: not trained, no bar). It opens at head 1 on
     `example`, the sentence of the printed run's figure."""
+    from common.live import Blit, View, add_slider  # the Try it view, loaded only for --live
     sentences = [row[row != PAD] for row in held]
     opening = next(k for k, sentence in enumerate(sentences) if torch.equal(sentence, example))
     fig, (map_ax, knock_ax) = plt.subplots(1, 2, figsize=(12, 6.5), width_ratios=(3, 2))
@@ -823,6 +823,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     model, held, m, sentence = lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, model, held, args.heads, m, sentence, TASKS[args.task])
 
 

@@ -22,7 +22,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_slider, set_quietly, show
 from common.maths import softmax
 from common.printing import vec
 from common.records import record
@@ -119,6 +118,7 @@ def live_view(seed, printed_T):
     The scores are drawn once, at the largest T: moving T adds or drops later rows and
     columns and never changes an earlier row. It opens at the printed run's T and at the row
     whose zeroed-values line it printed."""
+    from common.live import Blit, View, add_slider, set_quietly  # the Try it view, loaded only for --live
     table = score_table(seed)  # [MOST, MOST]
     fig, (grid_ax, row_ax) = plt.subplots(1, 2, figsize=(13, 7), width_ratios=(3, 2))
     fig.subplots_adjust(bottom=0.24, top=0.86, left=0.07, right=0.97, wspace=0.3)
@@ -272,6 +272,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.seed, args.seq_len)
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import Lesson, int_range, knob, too_big
-from common.live import Blit, View, add_slider, show
 from common.printing import vec
 from common.records import record
 
@@ -115,6 +114,7 @@ def live_view(d, positions):
     its colour scale, row p boxed and pointed at, the other rows faded; and PE(p) itself as
     bars, with its squared length (always d/2). It opens at the printed run's d."""
     from common.figures import plt  # only for the window: a run without --live skips its import
+    from common.live import Blit, View, add_slider  # the Try it view, loaded only for --live
 
     from matplotlib.ticker import MaxNLocator
 
@@ -205,6 +205,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.d_model, max(LIVE_POSITIONS, args.max_len))
 
 

@@ -21,7 +21,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `common`
 from common import run
 from common.cli import SEED, Lesson, float_range, int_range, knob
-from common.live import Blit, View, add_slider, allowed, show
 from common.printing import vec
 from common.records import measured, record, said
 
@@ -212,6 +211,7 @@ def live_view(logits, gold, epsilon):
     """An epsilon slider: the smoothed target q beside the model's softmax(z), and the
     hand-built loss beside torch's (and the plain cross-entropy, epsilon 0). It opens at the
     printed run's epsilon."""
+    from common.live import Blit, View, add_slider, allowed  # the Try it view, loaded only for --live
     z = torch.tensor(logits)  # [V], float32
     V = len(z)
     from common.figures import plt  # only for the window: a run without --live skips its import
@@ -286,6 +286,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.logits, args.gold, args.epsilon)
 
 

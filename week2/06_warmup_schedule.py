@@ -19,7 +19,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.cli import Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, View, add_slider, allowed, show
 from common.records import record
 
 import numpy as np
@@ -89,6 +88,7 @@ def lesson(args):
 def live_view(d_model, warmup):
     """A warm-up slider and a d_model slider: the schedule over 5 times the largest w, its
     peak marked. It opens at the printed run's w and its first d."""
+    from common.live import Blit, View, add_slider, allowed  # the Try it view, loaded only for --live
     fig, ax = plt.subplots(figsize=(11, 6))
     fig.subplots_adjust(bottom=0.3)
     w_steps, d_steps = allowed(range(500, 8001, 500), warmup), allowed(range(64, 1025, 64), d_model)
@@ -166,6 +166,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.d_model[0], args.warmup)
 
 

@@ -24,7 +24,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # repo root, for `
 from common import run
 from common.blocks import attention, causal_mask, join_heads, split_heads
 from common.cli import SEED, Lesson, int_range, knob
-from common.live import Blit, View, add_slider, show, whole_ticks
 from common.printing import vec
 from common.records import record
 
@@ -139,6 +138,7 @@ def shown_rows(n):
 def live_view(seq, d_model, h, seed):
     """A head picker: that head's weights (causal), and the last token's output from W_O
     reading that head alone beside W_O blending them all."""
+    from common.live import Blit, View, add_slider, whole_ticks  # the Try it view, loaded only for --live
     _, q, k, v, mask, _, _, _ = snippet(seq, d_model, seed)
     _, _, _, head_weights, _, concat = split_into_heads(q, k, v, h, mask)
     W_O = nn.Linear(d_model, d_model)  # drawn after the snippet, as lesson() draws it
@@ -206,6 +206,8 @@ def main(argv=None):
     args = LESSON.args(argv)
     lesson(args)
     if args.live:
+        from common.live import show  # the Try it view, loaded only for --live
+
         show(live_view, args.seq, args.d_model, args.heads, args.seed)
 
 

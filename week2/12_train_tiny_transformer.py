@@ -29,7 +29,6 @@ from common import REPO_ROOT, run
 from common.blocks import DecoderLayer, EncoderLayer, causal_mask, padding_mask, sinusoidal_pe
 from common.cli import SEED, Lesson, int_range, knob
 from common.figures import figure_path, plt, save_figure
-from common.live import Blit, TrainingWindow, View, show
 from common.printing import n_params, yes
 from common.progress import Progress
 from common.records import measured, record, said
@@ -441,7 +440,11 @@ def lesson(args):
     sources, targets, (held_src, held_tgt) = training_and_held_out(args.seed, steps, task)
     show_task(task, sources[0], targets[0])
     show_setup(args.seed, steps, causal)
-    window = TrainingWindow(live_training, steps, held_src, held_tgt, causal) if args.live else None
+    window = None
+    if args.live:
+        from common.live import TrainingWindow  # the Try it view, loaded only for --live
+
+        window = TrainingWindow(live_training, steps, held_src, held_tgt, causal)  # follows the training
     model, losses, early = train(args.seed, sources, targets, causal, (held_src, held_tgt), window)
     final = evaluate(model, held_src, held_tgt, causal)
     show_loss(losses)
@@ -458,6 +461,8 @@ def lesson(args):
                    int(full.sum()), task)
     print(save_figure(plot(*figure_data), figure_path(args, FIGURE)))
     if args.live:
+        from common.live import View, show
+
         show(lambda: View(plot(*figure_data)))  # the figure a default run saves (closing it closes both)
 
 
@@ -827,6 +832,7 @@ def plot(example_weights, mean_weights, example_src, example_tgt, count, task):
 def live_training(steps, held_src, held_tgt, causal):
     """The window that follows the training (--live), and its redraw: the loss so far against
     its floor, and the cross-attention averaged over the held-out strings of full length, as it forms."""
+    from common.live import Blit, View  # the Try it view, loaded only for --live
     full = (held_src > EOS).sum(1) == MAX_LEN
     fig, (loss_ax, map_ax) = plt.subplots(1, 2, figsize=(12, 5.5))
     fig.subplots_adjust(left=0.07, right=0.97, bottom=0.12, top=0.86, wspace=0.25)  # fixed: quicker redraws
