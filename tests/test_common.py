@@ -62,3 +62,45 @@ def test_held_out_data_never_shares_a_generator_with_the_batches(name):
     from tests.conftest import load_script
 
     assert load_script(name).HELD_OUT_SEED > SEED.hi + 1
+
+
+def imports_of_common(root):
+    """{module: the common modules it imports, at module level or inside a function} for every
+    module of common/ (`from common import shown` is an import of common itself)."""
+    import ast
+
+    graph = {}
+    for path in sorted((root / "common").glob("*.py")):
+        name = "common" if path.stem == "__init__" else f"common.{path.stem}"
+        found = set()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.split(".")[0] == "common":
+                found |= {f"common.{alias.name}" if node.module == "common" and (root / "common" / f"{alias.name}.py")
+                          .exists() else node.module for alias in node.names}
+            elif isinstance(node, ast.Import):
+                found |= {alias.name for alias in node.names if alias.name.split(".")[0] == "common"}
+        graph[name] = found - {name}
+    return graph
+
+
+def a_circle(graph):
+    """A list of modules that import one another round in a circle, or None."""
+    def visit(name, path):
+        for other in sorted(graph.get(name, ())):
+            if other in path:
+                return path[path.index(other):] + [other]
+            if (circle := visit(other, path + [other])) is not None:
+                return circle
+        return None
+    return next((circle for name in graph if (circle := visit(name, [name])) is not None), None)
+
+
+def test_common_has_no_import_circle(tmp_path):
+    """No module of common/ imports, at module level or inside a function, one that imports it
+    back (directly or round a circle). The walk finds a circle when one is planted."""
+    import run_all
+
+    graph = imports_of_common(run_all.ROOT)
+    assert {"common.kernel", "common.live", "common.notebook", "common.figures"} <= graph.keys()
+    assert a_circle(graph) is None, a_circle(graph)
+    assert a_circle({**graph, "common.figures": graph["common.figures"] | {"common.live"}}) is not None
