@@ -580,8 +580,8 @@ TRY_IT = [("--seed 7", "new numbers for every question, each with its worked ans
           ("--quiz", "you answer, one question at a time; a blank line skips, q stops"),
           ("--quiz --topic 7 --topic eli5", "only the counting of section 7 and the ELI5 block's shapes")]
 
-DESCRIPTION = ("Check yourself, Week 1 and the ELI5 block: the page's kinds of question with new numbers; you answer, "
-               "the lessons' own code marks it (Week 1, Check yourself).")
+DESCRIPTION = ("The page's kinds of question with new numbers: you count, the lessons' own code checks, and a wrong "
+               "answer gets its worked steps (Week 1, Check yourself; ELI5 Part 3's block).")
 LESSON = Lesson(__file__, page=("week1", "check yourself"), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT)
 
 

@@ -497,8 +497,8 @@ TRY_IT = [("--seed 7", "new numbers for every question, each with its worked ans
           ("--quiz", "you answer, one question at a time; a blank line skips, q stops"),
           ("--quiz --topic 4", "only section 4's counting, new numbers each time")]
 
-DESCRIPTION = ("Check yourself, Week 2: the page's kinds of question with new numbers; you answer, the lessons' own "
-               "code marks it (Week 2, Check yourself).")
+DESCRIPTION = ("The page's kinds of question with new numbers: you count, the lessons' own code checks, and a wrong "
+               "answer gets its worked steps (Week 2, Check yourself).")
 LESSON = Lesson(__file__, page=("week2", "check yourself"), description=DESCRIPTION, knobs=KNOBS, try_it=TRY_IT)
 
 
