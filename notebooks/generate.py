@@ -174,9 +174,9 @@ def quiz_cells(page, declared, sections):
     (lesson,) = [lesson for lesson in declared.values() if lesson.page == (asks, "check yourself")]
     heading = [] if "check yourself" in sections else [markdown("## Check yourself", f"{page}-check-yourself")]
     about = (f"Your turn: `{lesson.name}.py --quiz{arguments}` asks this page's kinds of question with new numbers, "
-             "one at a time, in the box that opens below the cell. Type your answer and press Enter: a blank line skips, `q` "
-             "stops, and the score comes at the end. Each wrong answer gets its worked steps, and a known mistake "
-             "its name; a missed kind comes back once with new numbers.")
+             "one at a time, in the box that opens below the cell. Type your answer and press Enter: a blank line "
+             "skips, `q` stops, and the score comes at the end. Each wrong answer gets its worked steps, and a known "
+             "mistake its name; a missed kind comes back once with new numbers.")
     source = f"# The quiz: type each answer in the box below, q to stop.\n%run {lesson.name}.py --quiz{arguments}"
     return heading + [markdown(about, f"{page}-quiz-about"), code(source, f"{page}-quiz")]
 
