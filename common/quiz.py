@@ -233,9 +233,12 @@ class Question:
     numbers: dict = field(default_factory=dict)
 
     def distinct(self):
-        """Every known mistake gives another value than the answer, and than each other."""
+        """Every known mistake gives another value than the answer, and than each other, as printed: each
+        one's printed value, read back, is none of the others."""
         values = [self.answer] + [m.value for m in self.mistakes]
-        return not any(self.reader.same(a, b) for i, a in enumerate(values) for b in values[i + 1:])
+        printed = [self.reader.read(self.reader.show(v), values) for v in values]
+        return not any(self.reader.same(printed[i], b) or self.reader.same(printed[j], values[i])
+                       for i in range(len(values)) for j, b in enumerate(values) if j > i)
 
 
 @dataclass(frozen=True)
@@ -265,32 +268,36 @@ def asked(kind, numbers):
     return Question(**{**question.__dict__, "numbers": numbers})
 
 
-def drawn(kind, rng):
+def drawn(kind, rng, unlike=None):
     """A question of this kind with numbers from rng, drawn again (up to TRIES times) until its
-    known mistakes all give values of their own, so that each can be named."""
+    known mistakes all give values of their own, so that each can be named (and its numbers are not
+    `unlike`'s)."""
     for _ in range(TRIES):
         question = asked(kind, kind.draw(rng))
-        if question.distinct():
+        if question.distinct() and question.numbers != unlike:
             break
     return question
 
 
-def seeded(kinds, seed, again=False):
+def seeded(kinds, seed, missed=None):
     """[(kind, question)]: each kind's numbers from a generator of its own, seeded by (seed, its
-    place among all the lesson's kinds), so --topic leaves the other kinds' numbers alone;
-    `again`: the other numbers a missed kind comes back with."""
-    return [(kind, drawn(kind, np.random.default_rng([seed, place, 1] if again else [seed, place])))
-            for place, kind in kinds]
+    place among all the lesson's kinds), so --topic leaves the other kinds' numbers alone; with
+    `missed` ({kind: the question missed}), those kinds again, with other numbers."""
+    if missed is None:
+        return [(kind, drawn(kind, np.random.default_rng([seed, place]))) for place, kind in kinds]
+    return [(kind, drawn(kind, np.random.default_rng([seed, place, 1]), missed[kind.name].numbers))
+            for place, kind in kinds if kind.name in missed]
 
 
-def wrapped(text, indent=""):
-    """Lines of at most 100 characters, the later ones indented two more; a bracketed list is never split."""
+def wrapped(text, indent="", hanging=True):
+    """Lines of at most 100 characters (with `hanging`, the later ones indented two more); a bracketed list
+    is never split."""
     text = re.sub(r"\([^()\n]{1,24}\)", lambda group: group.group().replace(" ", "\0"), text)  # a short (...) too
     depth, glued = 0, []
     for c in text:
         depth += (c == "[") - (c == "]")
         glued.append("\0" if c == " " and depth > 0 else c)
-    return "\n".join(textwrap.fill(line, 100, initial_indent=indent, subsequent_indent=indent + "  ",
+    return "\n".join(textwrap.fill(line, 100, initial_indent=indent, subsequent_indent=indent + "  " * hanging,
                                    break_long_words=False, break_on_hyphens=False)
                      for line in "".join(glued).splitlines()).replace("\0", " ")
 
@@ -303,7 +310,7 @@ def worked(question):
 
 def show(number, heading, question):
     print(f"\nQ{number}. {heading}")
-    print(wrapped(question.text, "  "))
+    print(wrapped(question.text, "  ", hanging=False))
     print(worked(question))
 
 
@@ -358,14 +365,14 @@ def quiz(title, script, kinds, seed, replay):
     print(title)
     print(f"{len(order)} questions with new numbers (seed {seed}; {replay} prints them with their answers).")
     print("Type your answer and press Enter: a blank line skips a question, q stops.")
-    missed, again = [], False
+    missed, again = {}, False
     echo = kernel() is None and not sys.stdin.isatty()
     try:
         while order:
             for n, (kind, question) in enumerate(order, start=1):
                 print(f"\n{'Once more, new numbers: question' if again else 'Question'} {n} of {len(order)} "
                       f"(section {kind.section})")
-                print(wrapped(question.text, "  "))
+                print(wrapped(question.text, "  ", hanging=False))
                 while True:
                     text = input("your answer: ").strip()
                     if echo:  # typed into a pipe or a file: the transcript shows the answer as a terminal would
@@ -394,9 +401,9 @@ def quiz(title, script, kinds, seed, replay):
                         if named:
                             print("  The worked answer:")
                         print(worked(question))
-                        missed.append(kind)
+                        missed[kind.name] = question
                     break
-            order = [] if again else [(k, q) for k, q in seeded([(p, k) for p, k in kinds if k in missed], seed, True)]
+            order = [] if again else seeded(kinds, seed, missed)
             again = True
     except EOFError:
         print()

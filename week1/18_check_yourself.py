@@ -62,6 +62,16 @@ def tensor(values):
     return torch.tensor(values, dtype=F64)
 
 
+def weighted_sum(alpha, V):
+    """sum_i alpha_i v_i, the last step of attention (A V in common/blocks.py's attention): alpha [T], V [T, d]."""
+    return np.asarray(alpha, dtype=float) @ np.asarray(V, dtype=float)  # [d]
+
+
+def additive(v_a, inside):
+    """e = v_a . tanh(inside), inside = W_a s_(t-1) + U_a h_i (week1/05's score, week1/06's Q13 line)."""
+    return float(np.asarray(v_a, dtype=float) @ np.tanh(np.asarray(inside, dtype=float)))
+
+
 # ---------------------------------------------------------------- 1. The squeezed summary
 
 def draw_context_size(rng):
@@ -101,7 +111,7 @@ def draw_context(rng):
 def bahdanau_context(e, H):
     """alpha_ti = e^(e_ti) / sum_j e^(e_tj),  c_t = sum_i alpha_ti h_i."""
     alpha = softmax(np.array(e, dtype=float))  # [T]
-    answer = alpha @ np.array(H, dtype=float)  # [2]
+    answer = weighted_sum(alpha, H)  # [2]
     powers = [math.exp(x) for x in e]
     a = [p / sum(powers) for p in powers]  # by hand
     reached = [sum(a_i * h[j] for a_i, h in zip(a, H, strict=True)) for j in range(2)]
@@ -114,7 +124,8 @@ def bahdanau_context(e, H):
          f"c_t = sum_i alpha_i h_i = {' + '.join(f'{x:.3f} {listed(h)}' for x, h in zip(a, H, strict=True))} "
          f"= {listed(reached, 3)}"),
         answer.tolist(), Vector(2, 3),
-        (Mistake("using the scores as weights, without the softmax", (np.array(e) @ np.array(H)).tolist(),
+        (Mistake("using the scores as weights, without the softmax", [sum(x * h[j] for x, h in zip(e, H, strict=True))
+                                                                       for j in range(2)],
                  "alpha_ti are the weights from softmax: positive, summing to 1, like percentages of attention."),),
         reached)
 
@@ -144,7 +155,7 @@ def additive_score(v_a, h, W_a=None, s=None, U_a=None, summed=None):
         f"{' (the matrices row by row)' if parts else ''}. What is the score e? (2 decimals)",
         (*parts, f"the sum inside the tanh: {listed(summed)}; tanh of it: {listed(squashed, 3)}",
          f"e = {' + '.join(f'{v}({t:.3f})' for v, t in zip(v_a, squashed, strict=True))} = {reached:.2f}"),
-        float(np.array(v_a) @ np.tanh(np.array(summed, dtype=float))), Decimals(2),
+        additive(v_a, summed), Decimals(2),
         (Mistake("leaving out the tanh", float(np.dot(v_a, summed)), "\"additive\" because s_{t-1} and h_i are added "
                  "inside the tanh"),),
         reached)
@@ -264,7 +275,7 @@ def draw_weighted_sum(rng):
 
 def first_element(alpha, V):
     """Q146's form: z = sum_i alpha_i v_i; its first element."""
-    z = np.array(alpha) @ np.array(V, dtype=float)  # [2]
+    z = weighted_sum(alpha, V)  # [2]
     reached = [sum(Fraction(str(a)) * v[j] for a, v in zip(alpha, V, strict=True)) for j in range(2)]
     values = ", ".join(f"v_{i} = {listed(v)}" for i, v in enumerate(V, start=1))
     return Question(
@@ -285,8 +296,8 @@ def draw_heads(rng):
 def output_projection(h, d_k):
     """MHA(X) = Concat(H_1, ..., H_h) W^O: the concatenation is [T, h d_v]; W^O is [h d_v, d_model]."""
     d_model = h * d_k
+    glued = join_heads(torch.zeros(1, h, 1, d_k))  # [B, T, h d_k]: the heads side by side
     with torch.device("meta"):  # shapes only
-        glued = join_heads(torch.empty(1, h, 10, d_k))  # [B, T, h d_k]: the heads side by side
         W_O = MultiHeadAttention(d_model, h).W_O.weight.T  # torch keeps [out, in]; rows are inputs here
     return Question(
         f"Multi-head attention with h = {h} heads of width d_k = d_v = {d_k} (d_model = h d_k = {d_model}). Rows "
@@ -420,7 +431,7 @@ def encoder_stack(d, f, layers):
 
 def draw_count(rng):
     d = int(rng.choice([4, 8, 16, 32, 64, 128, 256, 512, 768]))
-    return {"d": d, "f": d * int(rng.choice([2, 4])), "layers": int(rng.choice([1, 1, 1, 2, 6, 12])),
+    return {"d": d, "f": d * int(rng.choice([2, 4])), "layers": int(rng.choice([1, 1, 1, 2, 6])),
             "convention": list(CONVENTIONS)[rng.integers(len(CONVENTIONS))]}
 
 

@@ -200,7 +200,7 @@ def output_layer(d, V, bias, tied):
     layer = nn.Linear(d, V, bias=bias, device="meta")  # torch stores W as [V, d]
     model = layer
     if tied:
-        embedding = nn.Embedding(V, d, device="meta")  # [V, d]: one row per vocabulary word
+        embedding = nn.Embedding(V, d, _weight=torch.empty(V, d, device="meta"))  # [V, d]: a row per word
         layer.weight = embedding.weight  # one tensor, two uses
         model = nn.ModuleList([embedding, layer])
     reached = d * V + V * bias
