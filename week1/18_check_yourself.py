@@ -585,8 +585,11 @@ TOPICS = [str(s) for s in SECTIONS]
 KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
          knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
               "unless --seed is given) and mark each answer"),
-         knob("--topic", choices=TOPICS, action="append", help="only the questions of this page section (1..7, or "
-              "eli5: the ELI5 page's block); give it again for more")]
+         knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
+              "again for more): "
+              "1 the squeezed summary, 2 Bahdanau attention, 3 self-attention, 4 dividing by sqrt(d_k), "
+              "5 multi-head attention and W^O, 6 the encoder layer, 7 counting parameters, eli5 the "
+              "ELI5 page's block")]
 TRY_IT = [("--seed 7", "new numbers for every question, each with its worked answer"),
           ("--quiz", "you answer, one question at a time; a blank line skips, q stops"),
           ("--quiz --topic 7 --topic eli5", "only the counting of section 7 and the ELI5 block's shapes")]

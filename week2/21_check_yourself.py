@@ -491,8 +491,10 @@ TOPICS = [str(s) for s in SECTIONS]
 KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
          knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
               "unless --seed is given) and mark each answer"),
-         knob("--topic", choices=TOPICS, action="append", help="only the questions of this page section (1..7); "
-              "give it again for more")]
+         knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
+              "again for more): "
+              "1 teacher forcing, 2 the causal mask, 3 cross-attention, 4 the output layer and "
+              "counting, 5 positions, 6 normalization, 7 label smoothing and warm-up")]
 TRY_IT = [("--seed 7", "new numbers for every question, each with its worked answer"),
           ("--quiz", "you answer, one question at a time; a blank line skips, q stops"),
           ("--quiz --topic 4", "only section 4's counting, new numbers each time")]
