@@ -370,8 +370,8 @@ def quiz(title, script, kinds, seed, replay):
     try:
         while order:
             for n, (kind, question) in enumerate(order, start=1):
-                print(f"\n{'Once more, new numbers: question' if again else 'Question'} {n} of {len(order)} "
-                      f"(section {kind.section})")
+                where = f"section {kind.section}" if isinstance(kind.section, int) else f"{kind.section.upper()} page"
+                print(f"\n{'Once more, new numbers: question' if again else 'Question'} {n} of {len(order)} ({where})")
                 print(wrapped(question.text, "  ", hanging=False))
                 while True:
                     text = input("your answer: ").strip()
@@ -397,7 +397,8 @@ def quiz(title, script, kinds, seed, replay):
                     else:
                         print("  not right; the worked answer:" if not named else "  not right.")
                         for mistake in named:
-                            print(wrapped(f"That is what {mistake.slip} gives. The page: \"{mistake.page}\"", "  "))
+                            page = mistake.page.replace('"', "'")  # (the page's own quotation marks, inside ours)
+                            print(wrapped(f"That is what {mistake.slip} gives. The page: \"{page}\"", "  "))
                         if named:
                             print("  The worked answer:")
                         print(worked(question))

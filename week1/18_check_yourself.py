@@ -104,7 +104,7 @@ def draw_context(rng):
     while True:
         T = int(rng.integers(2, 4))
         H, e = rng.integers(-1, 3, (T, 2)), rng.integers(-1, 4, T)
-        if len({tuple(h) for h in H.tolist()}) == T and len(set(e.tolist())) > 1:
+        if len({tuple(h) for h in H.tolist()}) == T and H.any(axis=1).all() and len(set(e.tolist())) > 1:
             return {"e": e.tolist(), "H": H.tolist()}
 
 
