@@ -292,7 +292,8 @@ def seeded(kinds, seed, missed=None):
 def wrapped(text, indent="", hanging=True):
     """Lines of at most 100 characters (with `hanging`, the later ones indented two more); a bracketed list
     is never split."""
-    text = re.sub(r"\([^()\n]{1,24}\)", lambda group: group.group().replace(" ", "\0"), text)  # a short (...) too
+    text = re.sub(r'\([^()\n]{1,24}\)|"[^"\n]{1,30}"', lambda group: group.group().replace(" ", "\0"), text)  # short
+    # (...) and "..." too
     depth, glued = 0, []
     for c in text:
         depth += (c == "[") - (c == "]")
@@ -339,7 +340,8 @@ def print_page(title, sections, kinds):
 
 def print_seeded(title, sections, kinds, seed):
     print(title)
-    print(f"{len(kinds)} questions with new numbers (seed {seed}), each with its worked answer")
+    print(f"{len(kinds)} question{'s' * (len(kinds) != 1)} with new numbers (seed {seed}), each with its worked "
+          "answer")
     section = None
     for n, (kind, question) in enumerate(seeded(kinds, seed), start=1):
         if kind.section != section:
@@ -363,7 +365,8 @@ def quiz(title, script, kinds, seed, replay):
     right = marked = 0
     order = seeded(kinds, seed)
     print(title)
-    print(f"{len(order)} questions with new numbers (seed {seed}; {replay} prints them with their answers).")
+    print(f"{len(order)} question{'s' * (len(order) != 1)} with new numbers (seed {seed}; {replay} prints "
+          f"{'them with their answers' if len(order) != 1 else 'it with its answer'}).")
     print("Type your answer and press Enter: a blank line skips a question, q stops.")
     missed, again = {}, False
     echo = kernel() is None and not sys.stdin.isatty()

@@ -515,6 +515,10 @@ def draw_stage(rng):
             "stage": STAGES[rng.integers(1, len(STAGES))]}
 
 
+def quoted(name):
+    return f'"{name}"'
+
+
 def block_stage_shape(T, d, f, stage):
     """The grid's shape after one stage of the ELI5 block (week1/07's, stage by stage)."""
     _, block, _ = build(d, 1, f, seed=0)  # the pre-norm block, one causal head, FFN width f
@@ -529,8 +533,8 @@ def block_stage_shape(T, d, f, stage):
                                 "weighted blend of values"))
     return Question(
         f"A block (the ELI5 page's pre-norm TransformerBlock, one causal head) gets a grid of T = {T} words and "
-        f"width d = {d}; its FFN widens to {f}. Its stages, in order: {', '.join(STAGES)}. What is the grid's shape "
-        f"after \"{stage}\"?",
+        f"width d = {d}; its FFN widens to {f}. Its stages, in order: {', '.join(map(quoted, STAGES))}. What is the "
+        f"grid's shape after {quoted(stage)}?",
         tuple(f"{name}: [{shapes[name][0]} x {shapes[name][1]}]" for name in up_to),
         shapes[stage], Shape(2, times=True), tuple(mistakes), [T, f] if stage == "FFN widened" else [T, d])
 
