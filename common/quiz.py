@@ -9,10 +9,12 @@ generate and grade):
   kind(**numbers)    the Question: its text (each convention the page warns about stated), the
                      answer computed with the lessons' own blocks, the worked steps in the page's
                      notation and order, and the known mistakes, each a formula of its own run on
-                     the same numbers, with the page's words (STACK's feedback on expected wrong
-                     answers);
+                     the same numbers: a Mistake the page lists, in its words, or a Slip the page
+                     does not list, with the page's rule it breaks (STACK's feedback on expected
+                     wrong answers);
   mark(question, text), here: the question's Reader reads the text, then right, or wrong and
                      which known mistake it equals, if any.
+A mistake that gives a right answer for the question's numbers is not listed for them.
 Only what both lessons share is here: the readers, printing a question, the quiz loop.
 """
 import importlib.util
@@ -29,7 +31,8 @@ from common.records import record, said
 
 import numpy as np
 
-TRIES = 50  # a draw whose known mistakes do not all give other values than the answer is drawn again, this often
+TRIES = 50  # a missed kind's numbers are drawn again, up to this often, until they differ from the missed ones
+ROUNDED = 3  # decimals the page writes its weights and tanh values at, when it works a step by hand (0.881)
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # 3, -0.25, .5, 1.7e-4
 
 
@@ -59,11 +62,11 @@ def from_lesson(name, *names):
 
 
 def number(x, places, whole=False):
-    """x at `places` decimals; with `whole`, an exact whole number bare (0, not 0.000), as the
-    pages write PE(0) = [0, 1, 0, 1]."""
+    """x at `places` decimals; with `whole`, a whole number bare (0, not 0.000), as the pages write
+    PE(0) = [0, 1, 0, 1] (within 1e-9: float64's rounding of a whole answer, 0.9999999999999999, is 1)."""
     x = float(x) + 0.0  # (-0.0 prints as 0)
-    if whole and x.is_integer():
-        return str(int(x))
+    if whole and abs(x - round(x)) < 1e-9:
+        return str(round(x))
     text = f"{x:.{places}f}"
     return text[1:] if text.startswith("-") and float(text) == 0 else text
 
@@ -109,7 +112,7 @@ class Decimals:
 
     def read(self, text, also=()):
         try:
-            return Fraction(text.strip().replace(" ", ""))
+            return Fraction(re.sub(r"\s*/\s*", "/", text.strip()))  # 2 / 3 is 2/3; 1 93 is no number
         except (ValueError, ZeroDivisionError):
             raise Unreadable(self.form) from None
 
@@ -212,33 +215,41 @@ class Tokens:
 
 @dataclass(frozen=True)
 class Mistake:
-    """A known mistake: what it does, in a few words ("forgetting the shift"), the value its own
-    formula gives on the question's numbers, and the page's words on it."""
+    """A mistake the page lists ("Mistakes people make"): what it does, in a few words ("forgetting
+    the shift"), the value its own formula gives on the question's numbers, and the page's words on it."""
     slip: str
     value: object
     page: str
+
+    def said(self):
+        return f"That is what {self.slip} gives, one of the page's mistakes: {quote(self.page)}"
+
+
+class Slip(Mistake):
+    """A slip the page does not list: `page` is the page's rule it breaks, in the page's words."""
+
+    def said(self):
+        return f"That is what {self.slip} gives: a slip. The page's rule: {quote(self.page)}"
+
+
+def quote(words):
+    return '"' + words.replace('"', "'") + '"'  # (the page's own quotation marks, inside ours)
 
 
 @dataclass(frozen=True)
 class Question:
     """One question: its text, the worked steps (ending before `answer: ...`), the answer the
-    lessons' blocks compute, how it is read, its known mistakes, and what the page's formula,
-    worked step by step, reaches (held to the answer)."""
+    lessons' blocks compute, how it is read, its known mistakes, what the page's formula, worked
+    step by step, reaches (held to the answer), and `rounded`: what the same steps reach with the numbers
+    along the way written at ROUNDED decimals, as the page writes them (right too)."""
     text: str
     steps: tuple
     answer: object
     reader: object
     mistakes: tuple = ()
     reached: object = None
+    rounded: object = None
     numbers: dict = field(default_factory=dict)
-
-    def distinct(self):
-        """Every known mistake gives another value than the answer, and than each other, as printed: each
-        one's printed value, read back, is none of the others."""
-        values = [self.answer] + [m.value for m in self.mistakes]
-        printed = [self.reader.read(self.reader.show(v), values) for v in values]
-        return not any(self.reader.same(printed[i], b) or self.reader.same(printed[j], values[i])
-                       for i in range(len(values)) for j, b in enumerate(values) if j > i)
 
 
 @dataclass(frozen=True)
@@ -252,31 +263,51 @@ class Kind:
     page: tuple
 
 
+def right(question, value):
+    """The value is the answer (or what the page's rounded steps reach), as the question's reader judges."""
+    same = question.reader.same
+    return same(value, question.answer) or (question.rounded is not None and same(value, question.rounded))
+
+
 def mark(question, text):
     """(right, the known mistakes the answer equals) for the learner's `text`; Unreadable if it
-    is in no form the question takes. A mistake that gives the answer itself is never named."""
-    reader = question.reader
-    given = reader.read(text, [m.value for m in question.mistakes])
-    if reader.same(given, question.answer):
+    is in no form the question takes."""
+    given = question.reader.read(text, [m.value for m in question.mistakes])
+    if right(question, given):
         return True, []
-    return False, [m for m in question.mistakes
-                   if reader.same(given, m.value) and not reader.same(m.value, question.answer)]
+    return False, [m for m in question.mistakes if question.reader.same(given, m.value)]
 
 
 def asked(kind, numbers):
+    """The kind's question on these numbers, listing only the mistakes that are mistakes here: one whose
+    value, or its value as printed, is right for these numbers is left out."""
     question = kind.ask(**numbers)
-    return Question(**{**question.__dict__, "numbers": numbers})
+    reader = question.reader
+    wrong = tuple(m for m in question.mistakes
+                  if not right(question, m.value) and not right(question, reader.read(reader.show(m.value), [m.value])))
+    return Question(**{**question.__dict__, "mistakes": wrong, "numbers": numbers})
 
 
 def drawn(kind, rng, unlike=None):
-    """A question of this kind with numbers from rng, drawn again (up to TRIES times) until its
-    known mistakes all give values of their own, so that each can be named (and its numbers are not
-    `unlike`'s)."""
+    """A question of this kind with numbers from rng (drawn again, up to TRIES times, while they are `unlike`'s)."""
     for _ in range(TRIES):
-        question = asked(kind, kind.draw(rng))
-        if question.distinct() and question.numbers != unlike:
+        numbers = kind.draw(rng)
+        if numbers != unlike:
             break
-    return question
+    return asked(kind, numbers)
+
+
+def as_written(x, k):
+    """x as a worked step writes it, at k decimals, as an exact fraction (the next step works on that)."""
+    return Fraction(f"{float(x):.{k}f}")
+
+
+def fewest(start, reach, answer, places, most=4):
+    """The fewest decimals, from `start`, for the numbers the worked steps write along the way such that
+    `reach(decimals)`, their arithmetic done exactly as written, prints as the answer at `places` decimals."""
+    def printed(values):
+        return listed(_flat(values), places, whole=False)
+    return next((k for k in range(start, start + most) if printed(reach(k)) == printed(answer)), start + most)
 
 
 def seeded(kinds, seed, missed=None):
@@ -303,9 +334,20 @@ def wrapped(text, indent="", hanging=True):
                      for line in "".join(glued).splitlines()).replace("\0", " ")
 
 
+def also_right(question):
+    """What the steps reach with the numbers along the way at ROUNDED decimals, if it prints otherwise."""
+    show = question.reader.show
+    if question.rounded is not None and show(question.rounded) != show(question.answer):
+        return show(question.rounded)
+    return None
+
+
 def worked(question):
     """The worked steps, then `answer: ...` in a form the quiz reads."""
     lines = [wrapped(step, "    ") for step in question.steps]
+    if also_right(question):
+        lines.append(wrapped(f"(the same steps with the numbers along the way at {ROUNDED} decimals, as the page "
+                             f"writes them, give {also_right(question)}: right too)", "    "))
     return "\n".join(lines + [f"    answer: {question.reader.show(question.answer)}"])
 
 
@@ -359,10 +401,10 @@ def no_input_here(error):
 def quiz(title, script, kinds, seed, replay):
     """Ask each question on standard input, one at a time, in the order `--seed seed` prints
     them, then once more, with new numbers, each kind missed; end with `score: K/N`.
-    A blank line skips; `q` stops (the score, then `stopped`); so does the end of the input
+    A blank line skips (the worked answer shown); `q` stops (the score, then `stopped`); so does the end of the input
     (the score); Ctrl-C (or a notebook's Interrupt) prints the score, then run() says `stopped`.
     An answer in no form the question takes is asked again, and not counted."""
-    right = marked = 0
+    score = marked = 0
     order = seeded(kinds, seed)
     print(title)
     print(f"{len(order)} question{'s' * (len(order) != 1)} with new numbers (seed {seed}; {replay} prints "
@@ -381,12 +423,13 @@ def quiz(title, script, kinds, seed, replay):
                     if echo:  # typed into a pipe or a file: the transcript shows the answer as a terminal would
                         print(text)
                     if text.lower() in ("q", "quit"):
-                        print(f"score: {right}/{marked}")
+                        print(f"score: {score}/{marked}")
                         sys.stdout.flush()
                         print("stopped", file=sys.stderr)
                         return
                     if not text:
-                        print("  skipped")
+                        print("  skipped; the worked answer:")
+                        print(worked(question))
                         break
                     try:
                         ok, named = mark(question, text)
@@ -394,14 +437,15 @@ def quiz(title, script, kinds, seed, replay):
                         print(f"  write {form}")
                         continue
                     marked += 1
-                    right += ok
+                    score += ok
                     if ok:
-                        print(f"  right: {question.reader.show(question.answer)}")
+                        rounded = also_right(question)
+                        print(f"  right: {question.reader.show(question.answer)}"
+                              + (f" (or {rounded}, the steps worked at {ROUNDED} decimals)" if rounded else ""))
                     else:
                         print("  not right; the worked answer:" if not named else "  not right.")
                         for mistake in named:
-                            page = mistake.page.replace('"', "'")  # (the page's own quotation marks, inside ours)
-                            print(wrapped(f"That is what {mistake.slip} gives. The page: \"{page}\"", "  "))
+                            print(wrapped(mistake.said(), "  "))
                         if named:
                             print("  The worked answer:")
                         print(worked(question))
@@ -412,7 +456,7 @@ def quiz(title, script, kinds, seed, replay):
     except EOFError:
         print()
     except KeyboardInterrupt:
-        print(f"\nscore: {right}/{marked}")
+        print(f"\nscore: {score}/{marked}")
         sys.stdout.flush()
         raise
     except Exception as error:
@@ -421,7 +465,7 @@ def quiz(title, script, kinds, seed, replay):
         print(f"\nThis notebook's front end cannot send typed answers to the kernel (input()): run the quiz in "
               f"JupyterLab, Notebook 7, VS Code or Colab, or in a terminal: {command(script)} --quiz")
         return
-    print(f"score: {right}/{marked}")
+    print(f"score: {score}/{marked}")
 
 
 def check_yourself(args, script, title, sections, kinds):

@@ -7,15 +7,15 @@ numeric exam answers; ELI5 Part 3, the shape after each stage of one block.
 Each kind below is the page's question as a plain function of its numbers: the answer is
 computed with the blocks the lessons use (common/blocks.py, torch's modules for counts, the
 function of the lesson that teaches the thing); the worked steps follow the page's notation and
-order; each known mistake is a formula of its own on the same numbers, named in the page's
-words when a wrong answer equals it.
+order; each known mistake is a formula of its own on the same numbers, named when a wrong
+answer equals it: in the page's words if the page lists it, else as a slip, with the page's rule.
 
 No flags: the page's questions with the page's numbers, each with its worked answer (and the
 check that the page's formula, worked by hand, reaches the blocks' answer). --seed N: new
 numbers, the same on any CPU. --quiz: asked on standard input, one at a time.
 Setup: numbers from np.random.default_rng([seed, the kind's place]), small and hand-workable; a
-draw whose known mistakes would give the answer itself (or each other's value) is drawn again,
-so each mistake can be named. Notes: week1/NOTES.md, section 18.
+known mistake that gives a right answer for the numbers drawn is not listed for them.
+Notes: week1/NOTES.md, section 18.
 """
 import math
 import sys
@@ -27,15 +27,31 @@ from common import run
 from common.blocks import MultiHeadAttention, attention, join_heads, split_heads
 from common.cli import SEED, Lesson, knob
 from common.maths import softmax
-from common.quiz import Count, Decimals, Kind, Mistake, Question, Shape, Vector, check_yourself, from_lesson, listed
+from common.quiz import (
+    ROUNDED,
+    Count,
+    Decimals,
+    Kind,
+    Mistake,
+    Question,
+    Shape,
+    Slip,
+    Vector,
+    as_written,
+    check_yourself,
+    fewest,
+    from_lesson,
+    listed,
+)
 
 import numpy as np
 import torch
 import torch.nn as nn
 
-# The worked examples' own functions (week1/06 recomputes every page answer with them), the ELI5
-# block of week1/07 stage by stage, and week2/13's count of a module's numbers by kind.
+# The worked examples' own functions (week1/06 recomputes every page answer with them), week1/05's additive
+# attention, the ELI5 block of week1/07 stage by stage, and week2/13's count of a module's numbers by kind.
 encoder_summary, encoder_memory = from_lesson("week1/06_worked_examples", "encoder_summary", "encoder_memory")
+additive_attention = from_lesson("week1/05_additive_attention", "additive_attention")
 build, stages = from_lesson("week1/07_eli5_one_block", "build", "stages")
 walk, KINDS_OF_NUMBERS = from_lesson("week2/13_count_without_biases", "walk", "KINDS")
 
@@ -62,14 +78,9 @@ def tensor(values):
     return torch.tensor(values, dtype=F64)
 
 
-def weighted_sum(alpha, V):
-    """sum_i alpha_i v_i, the last step of attention (A V in common/blocks.py's attention): alpha [T], V [T, d]."""
-    return np.asarray(alpha, dtype=float) @ np.asarray(V, dtype=float)  # [d]
-
-
-def additive(v_a, inside):
-    """e = v_a . tanh(inside), inside = W_a s_(t-1) + U_a h_i (week1/05's score, week1/06's Q13 line)."""
-    return float(np.asarray(v_a, dtype=float) @ np.tanh(np.asarray(inside, dtype=float)))
+def to_values(A, V):
+    """sum_i alpha_i v_i for each row of weights A, done exactly on the numbers as written."""
+    return [[sum(a * v[j] for a, v in zip(row, V, strict=True)) for j in range(len(V[0]))] for row in A]
 
 
 # ---------------------------------------------------------------- 1. The squeezed summary
@@ -93,8 +104,8 @@ def context_size(T, n):
         (f"c is the encoder's last state: one fixed-width vector of n = {n} numbers, whatever the length",
          f"a {other}-word sentence gives {listed(list(c_other.shape))} too: the same size"),
         list(c.shape), Shape(1),
-        (Mistake("keeping every encoder state (what attention looks back at)", list(memory.shape),
-                 "The only thing passed between them was one fixed-width vector, the context c."),),
+        (Slip("keeping every encoder state (what attention looks back at)", list(memory.shape),
+              "The only thing passed between them was one fixed-width vector, the context c."),),
         [n])
 
 
@@ -110,24 +121,28 @@ def draw_context(rng):
 
 def bahdanau_context(e, H):
     """alpha_ti = e^(e_ti) / sum_j e^(e_tj),  c_t = sum_i alpha_ti h_i."""
-    alpha = softmax(np.array(e, dtype=float))  # [T]
-    answer = weighted_sum(alpha, H)  # [2]
+    # attention's softmax and A V, with the scores e_i as q . k_i for q = [1], k_i = [e_i] and d_k = 1 (no scaling)
+    c, _ = attention(tensor([[1]]), tensor(e)[:, None], tensor(H))  # [1, 2]: A = softmax(e) [1, T], then A H
+    reader = Vector(2, 3)
     powers = [math.exp(x) for x in e]
-    a = [p / sum(powers) for p in powers]  # by hand
-    reached = [sum(a_i * h[j] for a_i, h in zip(a, H, strict=True)) for j in range(2)]
+    alpha = [p / sum(powers) for p in powers]  # by hand
+
+    def context(k):  # c_t from the weights written at k decimals
+        return to_values([[as_written(a, k) for a in alpha]], H)[0]
+
+    k = fewest(ROUNDED, context, c[0], 3)
     states = ", ".join(f"h_{i} = {listed(h)}" for i, h in enumerate(H, start=1))
     exps = [f"e^{x}" for x in e]
     return Question(
         f"{['Two', 'Three'][len(H) - 2]} source words with encoder states {states}, and scores e = {listed(e)}. "
         "What is the context c_t? (3 decimals)",
-        (f"alpha_i = e^(e_i) / sum_j e^(e_j) = [{', '.join(exps)}] / ({' + '.join(exps)}) = {listed(a, 3)}",
-         f"c_t = sum_i alpha_i h_i = {' + '.join(f'{x:.3f} {listed(h)}' for x, h in zip(a, H, strict=True))} "
-         f"= {listed(reached, 3)}"),
-        answer.tolist(), Vector(2, 3),
-        (Mistake("using the scores as weights, without the softmax", [sum(x * h[j] for x, h in zip(e, H, strict=True))
-                                                                       for j in range(2)],
-                 "alpha_ti are the weights from softmax: positive, summing to 1, like percentages of attention."),),
-        reached)
+        (f"alpha_i = e^(e_i) / sum_j e^(e_j) = [{', '.join(exps)}] / ({' + '.join(exps)}) = {listed(alpha, k)}",
+         f"c_t = sum_i alpha_i h_i = {' + '.join(f'{a:.{k}f} {listed(h)}' for a, h in zip(alpha, H, strict=True))} "
+         f"= {listed(context(k), 3)}"),
+        c[0].tolist(), reader,
+        (Slip("using the scores as weights (no softmax)", (tensor(e) @ tensor(H)).tolist(),
+              "alpha_ti are the weights from softmax: positive, summing to 1, like percentages of attention."),),
+        context(k), context(ROUNDED))
 
 
 def draw_additive(rng):
@@ -146,19 +161,27 @@ def additive_score(v_a, h, W_a=None, s=None, U_a=None, summed=None):
         summed = (Ws + Uh).tolist()
         parts = [f"W_a s_(t-1) = {listed(W_a)} {listed(s)} = {listed(Ws.tolist())}; "
                  f"U_a h_1 = {listed(U_a)} {listed(h)} = {listed(Uh.tolist())}"]
-    squashed = [math.tanh(x) for x in summed]
-    reached = sum(v * t for v, t in zip(v_a, squashed, strict=True))
+        # week1/05 writes vectors as rows (s W_a): W_a s is s W_a^T
+        e, _, _ = additive_attention(np.array(s), np.array([h]), np.array(W_a).T, np.array(U_a).T, np.array(v_a))
+    else:  # the sum goes in as s_(t-1) W_a with W_a = I, U_a = 0
+        e, _, _ = additive_attention(np.array(summed), np.array([h]), np.eye(2), np.zeros((2, 2)), np.array(v_a))
+    reader = Decimals(2)
+    squashed = [math.tanh(x) for x in summed]  # by hand
+
+    def score(k):  # e from the tanh values written at k decimals
+        return sum(v * as_written(t, k) for v, t in zip(v_a, squashed, strict=True))
+
+    k = fewest(ROUNDED, score, e[0], 2)
     given = (f"W_a = {listed(W_a)}, s_(t-1) = {listed(s)}, U_a = {listed(U_a)}, h_1 = {listed(h)}" if parts else
              f"h_1 = {listed(h)} and W_a s_(t-1) + U_a h_1 = {listed(summed)}")
     return Question(
         f"Additive attention: e = v_a^T tanh(W_a s_(t-1) + U_a h_1) with {given}, and v_a = {listed(v_a)}"
         f"{' (the matrices row by row)' if parts else ''}. What is the score e? (2 decimals)",
-        (*parts, f"the sum inside the tanh: {listed(summed)}; tanh of it: {listed(squashed, 3)}",
-         f"e = {' + '.join(f'{v}({t:.3f})' for v, t in zip(v_a, squashed, strict=True))} = {reached:.2f}"),
-        additive(v_a, summed), Decimals(2),
-        (Mistake("leaving out the tanh", float(np.dot(v_a, summed)), "\"additive\" because s_{t-1} and h_i are added "
-                 "inside the tanh"),),
-        reached)
+        (*parts, f"the sum inside the tanh: {listed(summed)}; tanh of it: {listed(squashed, k)}",
+         f"e = {' + '.join(f'{v}({t:.{k}f})' for v, t in zip(v_a, squashed, strict=True))} = {reader.show(score(k))}"),
+        float(e[0]), reader,
+        (Slip("leaving out the tanh", float(np.dot(v_a, summed)), "e_ti = v_a^T tanh(W_a s_{t-1} + U_a h_i)"),),
+        score(k), score(ROUNDED))
 
 
 # ---------------------------------------------------------------- 3. Self-attention
@@ -170,41 +193,46 @@ def draw_two_tokens(rng):
             return {"X": X.tolist()}
 
 
-def by_hand_attention(q_rows, k_rows, v_rows, scale=True, over_keys=True):
-    """softmax(Q K^T / sqrt(d_k)) V in plain loops; the slips: no scale, or the softmax over the queries."""
+def by_hand_attention(q_rows, k_rows, v_rows, divide=math.sqrt, over_keys=True, k=None):
+    """softmax(Q K^T / sqrt(d_k)) V in plain loops: the scores S, the weights A and Z; with k, S and A are
+    written at k decimals, each step worked from the last one as written, Z exactly. The slips: another
+    `divide` than sqrt(d_k), or the softmax over the queries."""
     d_k = len(q_rows[0])
-    S = [[sum(a * b for a, b in zip(q, k, strict=True)) / (math.sqrt(d_k) if scale else 1) for k in k_rows]
-         for q in q_rows]
+    S = [[sum(a * b for a, b in zip(q, key, strict=True)) / divide(d_k) for key in k_rows] for q in q_rows]
+    if k is not None:
+        S = [[float(as_written(x, k)) for x in row] for row in S]
     if over_keys:
         A = [[math.exp(x) / sum(math.exp(y) for y in row) for x in row] for row in S]
     else:  # each column normalized: a softmax over the queries
         A = [[math.exp(S[i][j]) / sum(math.exp(S[m][j]) for m in range(len(S))) for j in range(len(S[0]))]
              for i in range(len(S))]
-    Z = [[sum(a * v[j] for a, v in zip(row, v_rows, strict=True)) for j in range(len(v_rows[0]))] for row in A]
-    return S, A, Z
+    if k is not None:
+        A = [[as_written(a, k) for a in row] for row in A]
+    return S, A, to_values(A, v_rows)
 
 
 def identity_self_attention(X):
     """Q = K = V = X (W^Q = W^K = W^V = I); Z = softmax(Q K^T / sqrt(d_k)) V."""
     Xt = tensor(X)  # [2, 2]: one token per row
     Z, _ = attention(Xt, Xt, Xt)  # [2, 2]
-    S, A, reached = by_hand_attention(X, X, X)
+    reader = Vector(2, 3, rows=2)
+    k = fewest(ROUNDED, lambda k: by_hand_attention(X, X, X, k=k)[2], Z, 3)
+    S, A, reached = by_hand_attention(X, X, X, k=k)
     raw = [[sum(a * b for a, b in zip(x, y, strict=True)) for y in X] for x in X]
-    rows = " and ".join(f"z_{i} = {' + '.join(f'{a:.3f} {listed(x)}' for a, x in zip(A[i - 1], X, strict=True))} "
-                        f"= {listed(reached[i - 1], 3)}" for i in (1, 2))
+    rows = " and ".join(f"z_{i} = {' + '.join(f'{float(a):.{k}f} {listed(x)}' for a, x in zip(row, X, strict=True))} "
+                        f"= {listed(z, 3)}" for i, (row, z) in enumerate(zip(A, reached, strict=True), start=1))
     return Question(
         f"Two tokens X = {listed(X)} (one per row), W^Q = W^K = W^V = I, so d_k = 2. What are "
         "their new vectors Z = softmax(Q K^T / sqrt(d_k)) V, row by row? (3 decimals)",
         ("Q = K = V = X", f"Q K^T = {listed(raw)}",
-         f"divided by sqrt(d_k) = sqrt(2): {listed(S, 3)}",
-         f"softmax over the keys, row by row: A = {listed(A, 3)}", rows),
-        Z.tolist(), Vector(2, 3, rows=2),
-        (Mistake("not dividing by sqrt(d_k)", by_hand_attention(X, X, X, scale=False)[2], SCALING),
-         Mistake("dividing by d_k instead of sqrt(d_k)", by_hand_attention([[x / math.sqrt(2) for x in r] for r in X],
-                                                                          X, X)[2], SCALING),
+         f"divided by sqrt(d_k) = sqrt(2): {listed(S, k)}",
+         f"softmax over the keys, row by row: A = {listed(A, k)}", rows),
+        Z.tolist(), reader,
+        (Slip("not dividing by sqrt(d_k)", by_hand_attention(X, X, X, divide=lambda d_k: 1)[2], SCALING),
+         Slip("dividing by d_k instead of sqrt(d_k)", by_hand_attention(X, X, X, divide=lambda d_k: d_k)[2], SCALING),
          Mistake("taking the softmax over the queries", by_hand_attention(X, X, X, over_keys=False)[2],
                  "Softmax runs over the keys for each query, not over queries.")),
-        reached)
+        reached, by_hand_attention(X, X, X, k=ROUNDED)[2])
 
 
 def draw_query(rng):
@@ -216,26 +244,28 @@ def draw_query(rng):
 def weighted_values(q, K, V):
     """One query: z = sum_j alpha_j v_j, alpha = softmax_j(q . k_j / sqrt(d_k)): a sum of values, not keys."""
     z, _ = attention(tensor([q]), tensor(K), tensor(V))  # [1, d_v]
-    (S,), (A,), (reached,) = by_hand_attention([q], K, V)
-    places = places_for([*A, *reached])
+    _, (A,), _ = by_hand_attention([q], K, V)
+    places = places_for([*A, *z[0].tolist()])  # the question's decimals: the fewest that write the weights and z
+    reader = Vector(len(V[0]), places)
+    k = fewest(places, lambda k: by_hand_attention([q], K, V, k=k)[2][0], z[0], places)
+    (S,), (A_k,), (reached,) = by_hand_attention([q], K, V, k=k)
     d_k, n = len(q), len(K)
-    keys = ", ".join(f"k_{j} = {listed(k)}" for j, k in enumerate(K, start=1))
+    keys = ", ".join(f"k_{j} = {listed(key)}" for j, key in enumerate(K, start=1))
     values = ", ".join(f"v_{j} = {listed(v)}" for j, v in enumerate(V, start=1))
     return Question(
         f"One query q = {listed(q)} against the keys {keys}, with the values {values} (d_k = {d_k}). What is its "
         f"output z? ({places} decimal{'s' * (places != 1)})",
-        (f"scores q . k_j / sqrt(d_k) = {listed(S, 3)}",
-         f"weights: softmax over the {n} keys = {listed(A, places)}",
-         f"z = {' + '.join(f'{a:.{places}f} {listed(v)}' for a, v in zip(A, V, strict=True))} "
-         f"= {listed(reached, places)}"),
-        z[0].tolist(), Vector(len(V[0]), places),
-        (Mistake("summing the keys instead of the values", [sum(a * k[j] for a, k in zip(A, K, strict=True))
-                                                            for j in range(d_k)],
+        (f"scores q . k_j / sqrt(d_k) = {listed(S, k)}",
+         f"weights: softmax over the {n} keys = {listed(A_k, k)}",
+         f"z = {' + '.join(f'{float(a):.{k}f} {listed(v)}' for a, v in zip(A_k, V, strict=True))} "
+         f"= {reader.show(reached)}"),
+        z[0].tolist(), reader,
+        (Mistake("summing the keys instead of the values", to_values([A], K)[0],
                  "The weighted sum is over values, not keys."),
-         Mistake("taking the softmax over the queries", [sum(v[j] for v in V) for j in range(len(V[0]))],
+         Mistake("taking the softmax over the queries", by_hand_attention([q], K, V, over_keys=False)[2][0],
                  "Softmax runs over the keys for each query, not over queries."),
-         Mistake("not dividing by sqrt(d_k)", by_hand_attention([q], K, V, scale=False)[2][0], SCALING)),
-        reached)
+         Slip("not dividing by sqrt(d_k)", by_hand_attention([q], K, V, divide=lambda d_k: 1)[2][0], SCALING)),
+        reached, by_hand_attention([q], K, V, k=ROUNDED)[2][0] if places == 3 else None)
 
 
 # ---------------------------------------------------------------- 4. Why divide by sqrt(d_k)
@@ -250,6 +280,9 @@ def draw_scaled(rng):
 
 def scaled_softmax(d_k, raw):
     """softmax(q . k / sqrt(d_k)) beside the unscaled softmax(q . k)."""
+    q, K = torch.zeros(1, d_k, dtype=F64), torch.zeros(len(raw), d_k, dtype=F64)  # width d_k
+    q[0, 0], K[:, 0] = 1, tensor(raw)  # q . k_j = raw_j
+    _, A = attention(q, K, K)  # [1, n]: attention's weights, softmax(q . k_j / sqrt(d_k))
     unscaled = softmax(np.array(raw, dtype=float))
     scaled = [x / math.sqrt(d_k) for x in raw]
     powers = [math.exp(x) for x in scaled]
@@ -261,9 +294,9 @@ def scaled_softmax(d_k, raw):
          + (": practically one-hot" if unscaled.max() > 0.99 else ""),
          f"scaled: {listed(raw)} / sqrt({d_k}) = {listed(scaled, 3)}",
          f"softmax({listed(scaled, 3)}) = {listed(reached, 3)}"),
-        softmax(np.array(raw, dtype=float) / np.sqrt(d_k)).tolist(), Vector(len(raw), 3),
-        (Mistake("not dividing by sqrt(d_k)", unscaled.tolist(), SCALING),
-         Mistake("dividing by d_k instead of sqrt(d_k)", softmax(np.array(raw, dtype=float) / d_k).tolist(), SCALING)),
+        A[0].tolist(), Vector(len(raw), 3),
+        (Slip("not dividing by sqrt(d_k)", unscaled.tolist(), SCALING),
+         Slip("dividing by d_k instead of sqrt(d_k)", softmax(np.array(raw, dtype=float) / d_k).tolist(), SCALING)),
         reached)
 
 
@@ -275,8 +308,9 @@ def draw_weighted_sum(rng):
 
 def first_element(alpha, V):
     """Q146's form: z = sum_i alpha_i v_i; its first element."""
-    z = weighted_sum(alpha, V)  # [2]
-    reached = [sum(Fraction(str(a)) * v[j] for a, v in zip(alpha, V, strict=True)) for j in range(2)]
+    # attention's last step A V with A = alpha: keys ln(alpha_i) against q = [1], d_k = 1 (softmax(ln alpha) = alpha)
+    z, _ = attention(tensor([[1]]), tensor(alpha).log()[:, None], tensor(V))  # [1, 2]
+    reached = to_values([[Fraction(str(a)) for a in alpha]], V)[0]
     values = ", ".join(f"v_{i} = {listed(v)}" for i, v in enumerate(V, start=1))
     return Question(
         f"Weights alpha = {listed(alpha, 1)} over {len(V)} values {values}. What is the first element of "
@@ -284,30 +318,44 @@ def first_element(alpha, V):
         (f"z = {' + '.join(f'{a:g}{listed(v)}' for a, v in zip(alpha, V, strict=True))} "
          f"= {listed([float(x) for x in reached], 1, whole=False)}",
          f"its first element: {float(reached[0]):.2f}"),
-        float(z[0]), Decimals(2), (), float(reached[0]))
+        float(z[0, 0]), Decimals(2), (), float(reached[0]))
 
 
 # ---------------------------------------------------------------- 5. Multi-head attention and W^O
+
+GLUE = ("Then glue the heads' outputs side by side (concatenate) and mix them with one more learned matrix, "
+        "W^O")  # section 5's words
+
 
 def draw_heads(rng):
     return {"h": int(rng.choice([2, 4, 6, 8, 12, 16])), "d_k": int(rng.choice([16, 32, 64, 128]))}
 
 
+def concatenation_width(h, d_k):
+    """Concat(H_1, ..., H_h): h heads of [T, d_v] side by side, [T, h d_v]."""
+    glued = join_heads(torch.zeros(1, h, 1, d_k))  # [B, h, T, d_k] -> [B, T, h d_k]
+    return Question(
+        f"Multi-head attention with h = {h} heads of width d_k = d_v = {d_k}. How wide is Concat(H_1, ..., H_h), "
+        "for each token?",
+        (f"each head gives [T, d_v] = [T, {d_k}]",
+         f"side by side, Concat(H_1, ..., H_{h}) is [T, h d_v] = [T, {h}·{d_k}] = [T, {h * d_k}]"),
+        glued.shape[-1], Count(),
+        (Slip("taking one head's width", d_k, GLUE),),
+        h * d_k)
+
+
 def output_projection(h, d_k):
     """MHA(X) = Concat(H_1, ..., H_h) W^O: the concatenation is [T, h d_v]; W^O is [h d_v, d_model]."""
     d_model = h * d_k
-    glued = join_heads(torch.zeros(1, h, 1, d_k))  # [B, T, h d_k]: the heads side by side
     with torch.device("meta"):  # shapes only
         W_O = MultiHeadAttention(d_model, h).W_O.weight.T  # torch keeps [out, in]; rows are inputs here
     return Question(
         f"Multi-head attention with h = {h} heads of width d_k = d_v = {d_k} (d_model = h d_k = {d_model}). Rows "
         "are tokens, so MHA(X) = Concat(H_1, ..., H_h) W^O. What is the shape of W^O?",
-        (f"each head gives [T, d_v] = [T, {d_k}]",
-         f"Concat(H_1, ..., H_{h}): [T, h d_v] = [T, {glued.shape[-1]}]",
+        (f"Concat(H_1, ..., H_{h}) is [T, h d_v] = [T, {h * d_k}]",
          f"W^O takes it back to d_model = {d_model}: [h d_v, d_model] = [{h * d_k}, {d_model}]"),
         list(W_O.shape), Shape(2),
-        (Mistake("taking one head's width", [d_k, d_model], "Then glue the heads' outputs side by side "
-                 "(concatenate) and mix them with one more learned matrix, W^O"),),
+        (Slip("taking one head's width", [d_k, d_model], GLUE),),
         [h * d_k, d_model])
 
 
@@ -331,15 +379,18 @@ def mixed_heads(heads, W_O):
         (f"concatenate: {listed(concat)}", f"times W^O, one column at a time: [{terms}] = {listed(reached)}",
          "W^O takes [1, 4] back to [1, 2]"),
         (joined @ tensor(W_O)).tolist(), Vector(2, 0),
-        (Mistake("adding the heads instead of gluing them side by side", [a + b for a, b in zip(*heads, strict=True)],
-                 "Then glue the heads' outputs side by side (concatenate) and mix them with one more learned "
-                 "matrix, W^O"),),
+        (Slip("adding the heads instead of gluing them side by side", (tensor(heads[0]) + tensor(heads[1])).tolist(),
+              GLUE),),
         reached)
 
 
 def draw_model_width(rng):
     d = int(rng.choice([64, 128, 256, 384, 512, 768, 1024]))
     return {"d_model": d, "h": int(rng.choice([h for h in (2, 4, 8, 12, 16) if d % h == 0]))}
+
+
+MORE_HEADS = ("More heads do not automatically mean more weights. With head width d/h, each projection still "
+              "totals h·d·(d/h)=d^2.")  # section 5's mistakes
 
 
 def output_weights(d_model, h):
@@ -350,13 +401,15 @@ def output_weights(d_model, h):
         (f"W_O is [h d_k, d_model] = [{d_model}, {d_model}] (d_k = d_model/h = {d_model // h})",
          f"{d_model}^2 = {d_model ** 2:,}: h does not enter, as h d_k = d_model"),
         nn.MultiheadAttention(d_model, h, device="meta").out_proj.weight.numel(), Count(),
-        (Mistake("counting its bias too", d_model ** 2 + d_model, "Count what the question includes: W^O, biases."),
-         Mistake("counting a matrix per head", h * d_model ** 2, "More heads do not automatically mean more weights. "
-                 "With head width d/h, each projection still totals h·d·(d/h)=d^2.")),
+        (Slip("counting its bias too", d_model ** 2 + d_model, "(Count what the question includes: W^O, biases.)"),
+         Mistake("counting a matrix per head", h * d_model ** 2, MORE_HEADS)),
         d_model ** 2)
 
 
 # ---------------------------------------------------------------- 6. The encoder layer
+
+KEEPS = "The residual additions need matching widths, so the layer keeps shape [B, T, d_model]."  # section 6
+
 
 def draw_stack(rng):
     d = int(rng.choice([16, 32, 64, 128, 256]))
@@ -377,10 +430,9 @@ def stack_output_shape(T, d, f, N):
          f"the FFN widens each token to d_ff = {f:,} and folds it back to {d}",
          f"after layer {N} of {N}: [T, d_model] = [{T}, {d}]"),
         list(Y.shape[1:]), Shape(2),
-        (Mistake("keeping the FFN's inner width", [T, f], "W_1 of shape [d_model, d_ff] and W_2 of shape "
-                 "[d_ff, d_model]"),
-         Mistake("stacking the layers' outputs", [N * T, d], "Stack six layers (each with its own weights) and the "
-                 "shape is still [B, T, 512]: one vector per token.")),
+        (Slip("keeping the FFN's inner width", [T, f], KEEPS),
+         Slip("stacking the layers' outputs", [N * T, d], "Stack six layers (each with its own weights) and the "
+              "shape is still [B, T, 512]: one vector per token.")),
         [T, d])
 
 
@@ -400,8 +452,7 @@ def output_volume(B, T, d):
         (f"the output is [B, T, d_model] = [{B}, {T}, {d}]: one vector of {d} numbers per token",
          f"{B}·{T}·{d} = {B * T * d}"),
         Y.numel(), Count(grouped=False),
-        (Mistake("counting one number per token", B * T, "Stack six layers (each with its own weights) and the shape "
-                 "is still [B, T, 512]: one vector per token."),),
+        (Slip("counting one number per token", B * T, KEEPS),),
         B * T * d)
 
 
@@ -413,13 +464,31 @@ CONVENTIONS = {  # what a count includes, as the question states it (section 7: 
     "weights and biases (LayerNorm's numbers left out)": (WEIGHTS, BIASES),
     "weights and LayerNorm's gamma and beta (no biases)": (WEIGHTS, NORMS)}
 EVERYTHING = next(iter(CONVENTIONS))
-INCLUDED = "Forgetting to say whether biases, LayerNorm, W^O, embeddings and positions are included."
+ASKS_FOR = "A parameter is a number the model learns. Count only what the question asks for."  # section 7
+EXCLUSIONS = ("(Week 2, section 4) Using a library total when the question says to exclude biases or embeddings. "
+              "Follow the question's exclusions.")  # Week 2, section 4's mistakes
+NAMES = {BIASES: "the biases", NORMS: "LayerNorm's numbers"}
 
 
-def counted(model, convention, leave_out=()):
-    """The model's learnable numbers of the kinds the convention includes (week2/13's walk sorts them)."""
+def counted(model, kinds, leave_out=()):
+    """The model's learnable numbers of these kinds (a convention's name, or the kinds themselves),
+    week2/13's walk sorting them, but those in `leave_out`."""
     by_kind = walk(model)
-    return sum(by_kind[kind] for kind in CONVENTIONS[convention] if kind not in leave_out)
+    return sum(by_kind[kind] for kind in CONVENTIONS.get(kinds, kinds) if kind not in leave_out)
+
+
+def count_slips(model, convention, counts_it, leaves_it_out):
+    """The slips of a count under its convention, each computed on the model: leaving out a kind of number
+    the question counts (against the page's rule `counts_it`), or counting one it leaves out (the page's
+    mistake `leaves_it_out`; the library's total, when that is every kind it leaves out)."""
+    kinds = CONVENTIONS[convention]
+    out = [kind for kind in (BIASES, NORMS) if kind not in kinds]
+    extra = [(kind,) for kind in out] * (len(out) > 1) + [tuple(out)] * (len(out) > 0)  # the kinds counted in error
+    return ([Slip(f"leaving out {NAMES[kind]}", counted(model, kinds, leave_out=(kind,)), counts_it)
+             for kind in (BIASES, NORMS) if kind in kinds]
+            + [Mistake("using the library's total" if len(more) == len(out) else
+                       f"counting {NAMES[more[0]]} the question leaves out", counted(model, (*kinds, *more)),
+                       leaves_it_out) for more in extra])
 
 
 def encoder_stack(d, f, layers):
@@ -451,12 +520,11 @@ def encoder_parameters(d, f, layers, convention):
     if layers > 1:
         steps.append(f"{layers} independently parameterised layers: {layers} x {layer:,} = {reached:,}")
     model = encoder_stack(d, f, layers)
-    mistakes = [Mistake("using the library's total", counted(model, EVERYTHING), "Count only what the question asks "
-                        "for."),
-                Mistake("leaving out W^O", counted(model, convention) - layers * (d * d + d * b), INCLUDED)]
-    mistakes += [Mistake(slip, counted(model, convention, leave_out=(kind,)), INCLUDED)
-                 for kind, slip in ((BIASES, "leaving out the biases"), (NORMS, "leaving out LayerNorm's numbers"))
-                 if kind in kinds]
+    out_proj = sum(counted(module.self_attn.out_proj, convention) for module in model.modules()
+                   if isinstance(module, nn.TransformerEncoderLayer))  # W^O (and its bias) in every layer
+    mistakes = [*count_slips(model, convention, ASKS_FOR, EXCLUSIONS),
+                Slip("leaving out W^O", counted(model, convention) - out_proj, "(Count what the question includes: "
+                     "W^O, biases.)")]
     if layers > 1:
         mistakes.append(Mistake("counting one layer for all of them", counted(encoder_stack(d, f, 1), convention),
                                 "\"Identical layers share weights.\" They share the architecture; each layer has "
@@ -477,8 +545,8 @@ def head_query_weights(d_model, h):
         (f"one head's W_Q is [d_model, d_k] = [{d_model}, {d_k}]: {d_model}·{d_k} = {d_model * d_k:,}",
          f"(all {h} heads together: h·d·(d/h) = d^2 = {d_model ** 2:,})"),
         split_heads(W_Q[None], h)[0, 0].numel(), Count(),  # head 1's columns of W^Q, split as the queries are
-        (Mistake("counting all heads' W^Q", d_model ** 2, "More heads do not automatically mean more weights. With "
-                 "head width d/h, each projection still totals h·d·(d/h)=d^2."),),
+        (Slip("counting all heads' W^Q", W_Q.numel(), "With head width d/h, each projection still totals "
+              "h·d·(d/h)=d^2."),),
         d_model * d_k)
 
 
@@ -498,8 +566,10 @@ def score_entries(B, h, T):
          f"{B}·{h}·{T}^2 = {B}·{h}·{T * T} = {B * h * T * T:,}",
          f"(doubling T to {2 * T} gives {4 * B * h * T * T:,}: four times as many)"),
         A.numel(), Count(),
-        (Mistake("counting T entries per head, linear in length", B * h * T, "Attention is not linear in length: "
-                 "there are T queries each looking at T keys."),),
+        (Mistake("counting T entries per head (linear in length)", A[..., 0].numel(), "Attention is not linear in "
+                 "length: there are T queries each looking at T keys."),
+         Slip("counting one T^2 table for all heads and sentences", A[0, 0].numel(), "Score entries for a dense "
+              "layer: B·h·T^2.")),
         B * h * T * T)
 
 
@@ -523,20 +593,30 @@ def block_stage_shape(T, d, f, stage):
     """The grid's shape after one stage of the ELI5 block (week1/07's, stage by stage)."""
     _, block, _ = build(d, 1, f, seed=0)  # the pre-norm block, one causal head, FFN width f
     with torch.no_grad():
-        grids = stages(block, torch.randn(1, T, d, dtype=F64))  # {stage: [1, T, width]}
-    shapes = {name: list(grid.shape[-2:]) for name, grid in grids.items()}
-    up_to = list(shapes)[:list(shapes).index(stage) + 1]
-    mistakes = [Mistake("mixing up where the FFN is f wide", [T, d] if stage == "FFN widened" else [T, f],
-                        "the FFN widens and folds it back")]
+        grids = stages(block, torch.randn(1, T, d, dtype=F64))  # {stage: [1, T, width]}; the weights [1, 1, T, T]
+    shape_of, wide = {"T x d": [T, d], "T x f": [T, f]}, "T x d"
+    by_hand = {  # each stage's shape by the page's rules: (its shape in letters, why)
+        "input x": (wide, "a row of d numbers per word"),
+        "LN1(x)": (wide, "LayerNorm steadies each row"),
+        "attention(LN1(x))": (wide, "each word a weighted blend of the values"),
+        "x + attention": (wide, "the shortcut adds two grids of one shape"),
+        "LN2(x + attention)": (wide, "LayerNorm steadies each row"),
+        "FFN widened": ("T x f", f"each row times W_1 [d x f] = [{d} x {f}]"),
+        "FFN folded back": (wide, f"times W_2 [f x d] = [{f} x {d}]"),
+        "x + FFN = block output": (wide, "the shortcut adds two grids of one shape: the shape it got")}
+    up_to = STAGES[:STAGES.index(stage) + 1]
+    mistakes = [Slip("mixing up where the FFN is f wide", [T, d] if stage == "FFN widened" else [T, f],
+                     "the FFN widens and folds it back")]
     if stage == "attention(LN1(x))":
-        mistakes.append(Mistake("taking the attention weights' table", [T, T], "out: (seq, d_model) -- each token = "
-                                "weighted blend of values"))
+        mistakes.append(Slip("taking the attention weights' table", list(block.attention.attn.shape[-2:]),
+                             "out: (seq, d_model) -- each token = weighted blend of values"))
     return Question(
         f"A block (the ELI5 page's pre-norm TransformerBlock, one causal head) gets a grid of T = {T} words and "
         f"width d = {d}; its FFN widens to {f}. Its stages, in order: {', '.join(map(quoted, STAGES))}. What is the "
         f"grid's shape after {quoted(stage)}?",
-        tuple(f"{name}: [{shapes[name][0]} x {shapes[name][1]}]" for name in up_to),
-        shapes[stage], Shape(2, times=True), tuple(mistakes), [T, f] if stage == "FFN widened" else [T, d])
+        tuple(f"{name}: [{letters}] = {Shape(2, times=True).show(shape_of[letters])}, {why}"
+              for name, (letters, why) in ((name, by_hand[name]) for name in up_to)),
+        list(grids[stage].shape[-2:]), Shape(2, times=True), tuple(mistakes), shape_of[by_hand[stage][0]])
 
 
 KINDS = [
@@ -555,8 +635,11 @@ KINDS = [
     Kind(4, "a weighted sum of values", first_element, draw_weighted_sum,
          (("Section 4, 2025 T2 Quiz 1, Q146: a weighted sum of values",
            {"alpha": [0.1, 0.2, 0.5, 0.2], "V": [[1, 0], [0, 1], [1, 1], [2, 1]]}),)),
-    Kind(5, "the concatenation and the shape of W^O", output_projection, draw_heads,
-         (("Section 5, Check yourself 4 and 2026 T1 Quiz 2, Q2: eight heads of width 64", {"h": 8, "d_k": 64}),)),
+    Kind(5, "the concatenation's width", concatenation_width, draw_heads,
+         (("Section 5, Check yourself 4 and 2026 T1 Quiz 2, Q2: the concatenation of eight heads of width 64",
+           {"h": 8, "d_k": 64}),)),
+    Kind(5, "the shape of W^O", output_projection, draw_heads,
+         (("Section 5 and Check yourself 4: the shape of W^O for eight heads of width 64", {"h": 8, "d_k": 64}),)),
     Kind(5, "two heads through W^O", mixed_heads, draw_mix,
          (("Section 5's W^O example", {"heads": [[1, 2], [3, 4]], "W_O": [[1, 0], [0, 1], [1, 0], [0, 1]]}),)),
     Kind(5, "the weights in W_O", output_weights, draw_model_width,
@@ -565,7 +648,7 @@ KINDS = [
          (("Section 6's hand-checkable example and 2026 T1 Quiz 1, Q4", {"T": 50, "d": 512, "f": 2048, "N": 6}),)),
     Kind(6, "an output volume", output_volume, draw_volume,
          (("Section 6, 2026 T1 End Term FN, Q4: the output volume", {"B": 5, "T": 20, "d": 64}),)),
-    Kind(7, "an encoder layer's parameters", encoder_parameters, draw_count,
+    Kind(7, "encoder layers' parameters", encoder_parameters, draw_count,
          (("Section 7's worked example and Check yourself 5",
            {"d": 512, "f": 2048, "layers": 1, "convention": EVERYTHING}),
           ("Section 7: six layers", {"d": 512, "f": 2048, "layers": 6, "convention": EVERYTHING}))),
@@ -588,7 +671,9 @@ def lesson(args):
 TOPICS = [str(s) for s in SECTIONS]
 KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
          knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
-              "unless --seed is given) and mark each answer"),
+              "unless --seed is given) and mark each answer; a question you miss comes back once at the end, with new "
+              "numbers, and counts in the score. The page's own numbers are not asked: the page prints their "
+              "answers (run with no flags to see them worked)"),
          knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
               "again for more): "
               "1 the squeezed summary, 2 Bahdanau attention, 3 self-attention, 4 dividing by sqrt(d_k), "

@@ -6,16 +6,18 @@ Page: Week 2, "Check yourself", and every section's hand-checks, tables and coun
 Each kind below is the page's question as a plain function of its numbers: the answer is
 computed with the blocks the lessons use (common/blocks.py, torch's modules for counts and
 norms, the function of the lesson that teaches the thing); the worked steps follow the page's
-notation and order; each known mistake is a formula of its own on the same numbers, named in
-the page's words when a wrong answer equals it.
+notation and order; each known mistake is a formula of its own on the same numbers, named when
+a wrong answer equals it: in the page's words if the page lists it, else as a slip, with the
+page's rule.
 
 No flags: the page's questions with the page's numbers, each with its worked answer (and the
 check that the page's formula, worked by hand, reaches the blocks' answer). --seed N: new
 numbers, the same on any CPU. --quiz: asked on standard input, one at a time.
 Setup: numbers from np.random.default_rng([seed, the kind's place]), small and hand-workable; a
-draw whose known mistakes would give the answer itself (or each other's value) is drawn again,
-so each mistake can be named. Notes: week2/NOTES.md, section 21.
+known mistake that gives a right answer for the numbers drawn is not listed for them.
+Notes: week2/NOTES.md, section 21.
 """
+import itertools
 import math
 import sys
 from fractions import Fraction
@@ -26,7 +28,21 @@ from common import run
 from common.blocks import MultiHeadAttention, causal_mask, sinusoidal_pe
 from common.cli import SEED, Lesson, knob
 from common.printing import n_params
-from common.quiz import Count, Kind, Mistake, Question, Shape, Tokens, Vector, check_yourself, from_lesson, listed
+from common.quiz import (
+    Count,
+    Kind,
+    Mistake,
+    Question,
+    Shape,
+    Slip,
+    Tokens,
+    Vector,
+    as_written,
+    check_yourself,
+    fewest,
+    from_lesson,
+    listed,
+)
 
 import numpy as np
 import torch
@@ -38,10 +54,13 @@ training_example, decoder_input, blocked, smoothed_target, other_convention_targ
     "other_convention_target", "lr")
 KINDS_OF_NUMBERS = from_lesson("week2/13_count_without_biases", "KINDS")
 # What a count includes, as a question states it, and the count of a module under it: Week 1's (section 7).
-CONVENTIONS, EVERYTHING, counted = from_lesson("week1/18_check_yourself", "CONVENTIONS", "EVERYTHING", "counted")
+CONVENTIONS, EVERYTHING, counted, count_slips = from_lesson("week1/18_check_yourself", "CONVENTIONS", "EVERYTHING",
+                                                             "counted", "count_slips")
 
 BOS = "BOS"  # the start symbol, as the page's Check yourself writes it
 WORDS = list("ABCDEFGH")  # the target words a drawn question uses
+EXCLUSIONS = ("Using a library total when the question says to exclude biases or embeddings. Follow the question's "
+              "exclusions.")  # section 4's mistakes
 WEIGHTS, BIASES, NORMS = KINDS_OF_NUMBERS  # week2/13's three kinds of learnable numbers
 SECTIONS = {1: "1. Teacher forcing: practising with the answer key's previous words",
             2: "2. Masked (causal) self-attention: hiding the future",
@@ -72,8 +91,8 @@ def teacher_forced_input(gold, bos):
         training_example(gold, bos)[0], Tokens(),
         (Mistake("forgetting the shift", list(gold), "Forgetting the shift. The input is [BOS, y1, ..., y(T-1)], "
                  "the labels are [y1, ..., yT]."),
-         Mistake("keeping the last word", [bos, *gold], "The inputs are the target shifted right by one slot, with a "
-                 "start symbol in front, so a position never sees its own answer.")),
+         Slip("keeping the last word", [bos, *gold], "The inputs are the target shifted right by one slot, with a "
+              "start symbol in front, so a position never sees its own answer.")),
         reached)
 
 
@@ -94,11 +113,11 @@ def input_after_a_wrong_guess(gold, wrong_step, guess):
         ("under teacher forcing step t receives the gold word y_(t-1), whatever the model guessed",
          f"step {k} receives y_{k - 1} = {gold[k - 2]}, the gold token"),
         decoder_input(gold, guesses, teacher_forced=True, bos=BOS)[k - 1], Tokens(single=True),
-        (Mistake("feeding the model's own guess", decoder_input(gold, guesses, teacher_forced=False, bos=BOS)[k - 1],
-                 "At each step the decoder is handed the correct previous words (the \"gold prefix\"), not whatever "
-                 "it guessed."),
-         Mistake("feeding the step's own gold word", gold[k - 1], "The inputs are the target shifted right by one "
-                 "slot, with a start symbol in front, so a position never sees its own answer.")),
+        (Slip("feeding the model's own guess", decoder_input(gold, guesses, teacher_forced=False, bos=BOS)[k - 1],
+              "At each step the decoder is handed the correct previous words (the \"gold prefix\"), not whatever it "
+              "guessed."),
+         Slip("feeding the step's own gold word", gold[k - 1], "The inputs are the target shifted right by one slot, "
+              "with a start symbol in front, so a position never sees its own answer.")),
         gold[k - 2])
 
 
@@ -118,7 +137,8 @@ def blocked_cells(T):
          "the diagonal is not blocked",
          f"blocked cells: {added} = T(T-1)/2 = {T}·{T - 1}/2 = {reached}"),
         blocked(causal_mask(T)), Count(),
-        (Mistake("blocking every cell, T^2", T * T, "For the writer, scores toward later words are forbidden."),
+        (Slip("blocking all T^2 cells", causal_mask(T).numel(), "For the writer, scores toward later words are "
+              "forbidden."),
          Mistake("blocking the diagonal too", blocked(torch.ones(T, T).triu()), "\"The mask removes the "
                  "diagonal.\" No: the diagonal is the current input, already a previous target.")),
         reached)
@@ -157,34 +177,46 @@ def masked_row(scores, t):
 
 def draw_cross(rng):
     one = rng.random() < 0.5  # one head, one sentence pair (Check yourself 3), or the whole batch (the run's table)
+    T, S = int(rng.integers(2, 9)), int(rng.integers(2, 10))
     return {"B": 1 if one else int(rng.integers(2, 5)), "h": 1 if one else int(rng.choice([2, 4, 8])),
-            "T": int(rng.integers(2, 9)), "S": int(rng.integers(2, 11))}
+            "T": T, "S": S + (S >= T)}  # S from 2 to 10, never T: rows and columns told apart
 
 
 def cross_attention_table(B, h, T, S, d=16):
     """The cross-attention weights: [T, S] per head and sentence pair, [B, h, T, S] in all."""
     torch.manual_seed(0)
-    with torch.no_grad():  # queries from the decoder's T words, keys and values from the encoder's S
-        _, A = MultiHeadAttention(d, h)(torch.randn(B, T, d), torch.randn(B, S, d))  # A [B, h, T, S]
+    attend = MultiHeadAttention(d, h)
+    target, source = torch.randn(B, T, d), torch.randn(B, S, d)  # the decoder's T words, the encoder's S
+    with torch.no_grad():  # queries from the decoder, keys and values from the encoder
+        _, A = attend(target, source)  # [B, h, T, S]
+        _, swapped = attend(source, target)  # the roles swapped: [B, h, S, T]
+        _, own = attend(target)  # the decoder's self-attention: [B, h, T, T]
     whole = B * h > 1
     ask = (f"A batch of {B} sentence pairs, h = {h} heads, d = {d}: {T} target words attend to {S} source words. "
-           "What is the shape of the cross-attention weights, all heads?" if whole else
+           "What is the shape of the cross-attention weights, all heads, its axes in the order batch, heads, then "
+           "the weight table's rows and columns?" if whole else
            f"{T} target words attend to {S} source words in one head. What is the shape of the weight table?")
     table = f"[T, S] = [{T}, {S}]"
+    keep = slice(None) if whole else slice(-2, None)  # all four axes, or one head's table
+    mistakes = [Slip("taking rows from the keys and columns from the queries", list(swapped.shape[keep]),
+                     "Rule: rows come from the queries, columns from the keys."),
+                Slip("writing the decoder's own self-attention table", list(own.shape[keep]),
+                     "In the decoder's second attention block the questions (queries) come from the decoder and the "
+                     "keys and values come from the encoder's final output.")]
+    if whole:
+        orders = {tuple(A.permute(order).shape) for order in itertools.permutations(range(4))}
+        mistakes += [Slip("putting the axes in another order", list(shape), "Attention weights, all heads "
+                          "[2, 4, 3, 5] = [B, h, T, S]") for shape in sorted(orders)
+                     if list(shape) not in [list(A.shape), *(m.value for m in mistakes)]]
     return Question(
         ask,
         (f"rows come from the queries (the decoder's T = {T} target words), columns from the keys (the encoder's "
          f"S = {S} source words)",
          f"one table {table} per head and sentence pair: [B, h, T, S] = [{B}, {h}, {T}, {S}]" if whole else
          f"per head, per batch item: {table}",
-         f"no causal mask over the source: it is all known; the output is [B, T, d] = [{B}, {T}, {d}]"),
-        list(A.shape if whole else A.shape[-2:]), Shape(4 if whole else 2),
-        (Mistake("taking rows from the keys and columns from the queries", [B, h, S, T] if whole else [S, T],
-                 "Rule: rows come from the queries, columns from the keys."),
-         Mistake("writing the decoder's own self-attention table", [B, h, T, T] if whole else [T, T],
-                 "In the decoder's second attention block the questions (queries) come from the decoder and the "
-                 "keys and values come from the encoder's final output.")),
-        [B, h, T, S] if whole else [T, S])
+         "no causal mask over the source: it is all known" + (f"; the output is [B, T, d] = [{B}, {T}, {d}]" if whole
+                                                              else "")),
+        list(A.shape[keep]), Shape(4 if whole else 2), tuple(mistakes), [B, h, T, S] if whole else [T, S])
 
 
 # ---------------------------------------------------------------- 4. Output layer and parameters
@@ -214,11 +246,12 @@ def output_layer(d, V, bias, tied):
         steps.append(f"+ V = {V:,} for the bias: {reached:,}")
     if tied:
         steps.append("the embedding table is that same matrix (tied): counted once")
-    other = "leaving out the bias" if bias else "counting a bias the question leaves out"
-    mistakes = [Mistake(other, d * V + V * (not bias), "The weight matrix is [d, V], so it has d x V numbers, plus V "
-                        "if there is a bias.")]
+    other = n_params(nn.Linear(d, V, bias=not bias, device="meta"))  # the bias the other way
+    mistakes = [Slip("leaving out the bias", other, "The weight matrix is [d, V], so it has d x V numbers, plus V if "
+                     "there is a bias.") if bias else
+                Mistake("counting a bias the question leaves out", other, EXCLUSIONS)]
     if tied:
-        mistakes.append(Mistake("counting the shared (tied) weight twice", 2 * d * V + V * bias,
+        mistakes.append(Mistake("counting the shared (tied) weight twice", n_params(layer) + n_params(embedding),
                                 "Counting a shared (tied) weight twice."))
     return Question(ask, tuple(steps), n_params(model), Count(), tuple(mistakes), reached)
 
@@ -242,6 +275,10 @@ def draw_decoder(rng):
             "convention": list(CONVENTIONS)[rng.integers(len(CONVENTIONS))]}
 
 
+N_LAYER = ("With biases, one full-width attention block has 4d^2+4d parameters, and a decoder layer has two of them "
+           "(masked self-attention and cross-attention), one feed-forward net (2df+f+d) and three LayerNorms (6d).")
+
+
 def decoder_parameters(d, f, layers, convention):
     """N_layer = 2(4d^2 + 4d) + (2df + f + d) + 6d, each part as the question's convention counts it."""
     kinds = CONVENTIONS[convention]
@@ -249,27 +286,21 @@ def decoder_parameters(d, f, layers, convention):
     attention, ffn, norms = 2 * (4 * d * d + 4 * d * b), 2 * d * f + (f + d) * b, 6 * d * n
     layer = attention + ffn + norms
     reached = layers * layer
-    steps = [f"attention x2 (masked self-attention, cross-attention): {'2(4d^2 + 4d)' if b else '2(4d^2)'} = "
-             f"{attention:,}",
-             f"feed-forward: {'2df + f + d' if b else '2df'} = {ffn:,}",
-             f"3 LayerNorms: {f'6d = {norms:,}' if n else 'not counted'}",
+    steps = ["attention x2 (masked self-attention, cross-attention): "
+             + (f"2(4d^2 + 4d) = 2 x (4·{d * d:,} + {4 * d:,})" if b else f"2(4d^2) = 2 x 4·{d * d:,}")
+             + f" = {attention:,}",
+             "feed-forward: " + (f"2df + f + d = 2·{d}·{f} + {f} + {d}" if b else f"2df = 2·{d}·{f}") + f" = {ffn:,}",
+             f"3 LayerNorms: {f'6d = 6·{d} = {norms:,}' if n else 'not counted'}",
              f"one layer: {attention:,} + {ffn:,}{f' + {norms:,}' if n else ''} = {layer:,}"
              + (f" ({layer / 1e6:.3f}M)" if layer >= 1e6 else "")]
     if layers > 1:
         steps.append(f"{layers} layers, each with its own weights: {layers} x {layer:,} = {reached:,}")
     model = decoder_stack(d, f, layers)
-    mistakes = [Mistake("using the library's total", counted(model, EVERYTHING), "Using a library total when the "
-                        "question says to exclude biases or embeddings. Follow the question's exclusions."),
+    mistakes = [*count_slips(model, convention, N_LAYER, EXCLUSIONS),
                 Mistake("thinking the decoder is an encoder plus a mask", counted(encoder_stack(d, f, layers),
                                                                                   convention),
                         "Thinking the decoder is \"an encoder plus a mask\". It has an extra sublayer, so it has an "
                         "extra set of projections.")]
-    mistakes += [Mistake(slip, counted(model, convention, leave_out=(kind,)), "With biases, one full-width "
-                         "attention block has 4d^2+4d parameters, and a decoder layer has two of them (masked "
-                         "self-attention and cross-attention), one feed-forward net (2df+f+d) and three LayerNorms "
-                         "(6d).")
-                 for kind, slip in ((BIASES, "leaving out the biases"), (NORMS, "leaving out LayerNorm's numbers"))
-                 if kind in kinds]
     if layers > 1:
         mistakes.append(Mistake("counting one layer for all of them", counted(decoder_stack(d, f, 1), convention),
                                 "(Week 1, section 6) \"Identical layers share weights.\" They share the architecture; "
@@ -362,14 +393,13 @@ def normalized(X, norm):
                      f"(x - mean)/sqrt({variance}) = {listed(out, 4)}")
     reached = results if norm == "LayerNorm" else [list(r) for r in zip(*results, strict=True)]
     if norm == "LayerNorm":
-        mistakes = (Mistake("normalizing over the batch (BatchNorm)", over(X, 0), "BatchNorm instead normalizes each "
-                            "feature across the batch (and time). With a single observation the normalized value is "
-                            "zero."),
-                    Mistake("dividing the variance by d - 1", [by_hand_sample(row) for row in X],
-                            "mean = 2, variance = (1+0+1)/3 = 2/3"))
+        mistakes = (Slip("normalizing over the batch (BatchNorm)", over(X, 0), "LayerNorm rescales one token's d "
+                         "numbers to mean 0 and variance 1"),
+                    Slip("dividing the variance by d - 1", [by_hand_sample(row) for row in X],
+                         "x = (1,2,3): mean = 2, variance = (1+0+1)/3 = 2/3"))
     else:
-        mistakes = (Mistake("normalizing each token's numbers (LayerNorm)", over(X, 1), "Doing LayerNorm on the same "
-                            "rows would instead normalize [1,2] and [3,4] separately, each to (-1,+1)."),)
+        mistakes = (Slip("normalizing each token's numbers (LayerNorm)", over(X, 1), "BatchNorm instead normalizes "
+                         "each feature across the batch (and time)."),)
     rows = "one token per row" if norm == "LayerNorm" else "rows = samples, training mode"
     return Question(
         f"Normalize X = {listed(X)} ({rows}) with {norm}: gamma = 1, beta = 0, ignore "
@@ -410,8 +440,8 @@ def smoothed(V, gold, epsilon):
          f"the gold gets 1 - eps = {float(1 - eps):g} extra: {float(top):.{places}f}",
          f"q = {listed(reached, places)} (sums to 1)"),
         smoothed_target(V, gold - 1, epsilon).tolist(), Vector(V, places),
-        (Mistake("using the other convention, the gold exactly 1 - eps", other_convention_target(V, gold - 1, epsilon),
-                 "Another convention gives the gold exactly 1-eps=0.9; always say which one you use."),),
+        (Slip("the other convention (the gold exactly 1 - eps)", other_convention_target(V, gold - 1, epsilon),
+              "With the uniform-mixture rule q_i = (1-eps) 1[i=y] + eps/V"),),
         reached)
 
 
@@ -429,19 +459,23 @@ def warmup_rates(widths, step, w=WARMUP):
     decay, ramp = step ** -0.5, step * w ** -1.5
     which = ("s w^(-3/2): on the ramp (s < w)" if step < w else "s^(-1/2): past the peak (s > w)" if step > w else
              "either: they meet at the peak (s = w)")
-    reached = [d ** -0.5 * min(decay, ramp) for d in widths]
+    answer, reader = [lr(step, d, w) for d in widths], Vector(2, 10, whole=False)
+
+    def rates(k):  # from the min as written at k decimals
+        return [d ** -0.5 * float(as_written(min(decay, ramp), k)) for d in widths]
+
+    k = fewest(10, rates, answer, 10)
+    rule = f"eta(s) = d^(-1/2) min(s^(-1/2), s w^(-3/2)), w = {w}"
     return Question(
         f"The warm-up schedule eta(s) = d^(-1/2) min(s^(-1/2), s w^(-3/2)) with w = {w}. What are the rates at step "
         f"s = {step} for d = {widths[0]} and for d = {widths[1]}? (10 decimals)",
-        (f"s^(-1/2) = {decay:.10f}; s w^(-3/2) = {step}/{w}^1.5 = {ramp:.10f}; the min is {which}",
-         *(f"d = {d}: {d}^(-1/2) x {min(decay, ramp):.10f} = {rate:.10f}" for d, rate in zip(widths, reached,
-                                                                                              strict=True))),
-        [lr(step, d, w) for d in widths], Vector(2, 10, whole=False),
-        (Mistake("taking the larger of the two (max, not min)", [d ** -0.5 * max(decay, ramp) for d in widths],
-                 "Start the learning rate tiny, ramp it up linearly, then let it fall slowly"),
-         Mistake("leaving out d^(-1/2)", [min(decay, ramp)] * 2, "width 512 gives lower rates by a factor of "
-                 "1/sqrt(2) at the same step")),
-        reached)
+        (f"s^(-1/2) = {decay:.{k}f}; s w^(-3/2) = {step}/{w}^1.5 = {ramp:.{k}f}; the min is {which}",
+         *(f"d = {d}: {d}^(-1/2) x {min(decay, ramp):.{k}f} = {rate:.10f}" for d, rate in zip(widths, rates(k),
+                                                                                                strict=True))),
+        answer, reader,
+        (Slip("taking the larger of the two (max, not min)", [d ** -0.5 * max(decay, ramp) for d in widths], rule),
+         Slip("leaving out d^(-1/2)", [min(decay, ramp)] * 2, rule)),
+        rates(k))
 
 
 KINDS = [
@@ -461,7 +495,7 @@ KINDS = [
     Kind(4, "the output layer's parameters", output_layer, draw_output_layer,
          (("Section 4: the output layer's weights", {"d": 512, "V": 37_000, "bias": False, "tied": False}),
           ("Section 4: the output layer with a bias", {"d": 512, "V": 37_000, "bias": True, "tied": False}))),
-    Kind(4, "a decoder layer's parameters", decoder_parameters, draw_decoder,
+    Kind(4, "decoder layers' parameters", decoder_parameters, draw_decoder,
          (("Section 4's table: the tiny layer", {"d": 4, "f": 8, "layers": 1, "convention": EVERYTHING}),
           ("Section 4's table: d = 512, f = 2048", {"d": 512, "f": 2048, "layers": 1, "convention": EVERYTHING}),
           ("Section 4: six such layers", {"d": 512, "f": 2048, "layers": 6, "convention": EVERYTHING}))),
@@ -490,7 +524,9 @@ def lesson(args):
 TOPICS = [str(s) for s in SECTIONS]
 KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
          knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
-              "unless --seed is given) and mark each answer"),
+              "unless --seed is given) and mark each answer; a question you miss comes back once at the end, with new "
+              "numbers, and counts in the score. The page's own numbers are not asked: the page prints their "
+              "answers (run with no flags to see them worked)"),
          knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
               "again for more): "
               "1 teacher forcing, 2 the causal mask, 3 cross-attention, 4 the output layer and "
