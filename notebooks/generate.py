@@ -39,7 +39,8 @@ PAGES = {
         6: "6. The encoder layer: attention, then a per-word brain (FFN)",
         7: "7. Counting the learnable numbers (parameters)",
         "worked examples": "The hand-checkable examples and Check yourself, recomputed",
-        "mistakes": "Mistakes people make, each tested"}),
+        "mistakes": "Mistakes people make, each tested",
+        "check yourself": "Check yourself: the page's questions, asked with new numbers"}),
     "week2": ("week2.ipynb", "ELI12 · Week 2: how a Transformer decoder writes, keeps its place and stays stable", {
         1: "1. Teacher forcing: practising with the answer key's previous words",
         2: "2. Masked (causal) self-attention: hiding the future",
@@ -50,14 +51,18 @@ PAGES = {
         7: "7. Training tricks: label smoothing and the warm-up schedule",
         8: "8. The full Transformer data flow",
         "worked examples": "The hand-checks, counts and answers, recomputed",
-        "mistakes": "Mistakes people make, each tested"}),
+        "mistakes": "Mistakes people make, each tested",
+        "check yourself": "Check yourself: the page's questions, asked with new numbers"}),
     "eli5": ("eli5_one_block.ipynb", "Transformers, ELI5 · Part 3: One block: mix, then think", {
         1: "Move 1: attention, words look at each other (the classic puzzle)",
         2: "Many heads at once",
         3: "See this in PyTorch: single-head causal self-attention",
         4: "Move 2: the feed-forward network, and the shape never changes"}),
 }
-ORDER = ["worked examples", "mistakes"]  # after the numbered sections
+ORDER = ["worked examples", "mistakes", "check yourself"]  # after the numbered sections
+# Each notebook ends with the quiz: the Check yourself lesson of this page (page, arguments); the
+# ELI5 page's block questions are Week 1's, asked alone.
+QUIZ = {"week1": ("week1", ""), "week2": ("week2", ""), "eli5": ("week1", " --topic eli5")}
 
 SETUP = '''# Set-up: run this cell first. In a clone of the project the lessons are found above this
 # notebook; opened on its own (Colab) it clones them. It installs only what this kernel lacks,
@@ -189,6 +194,21 @@ def lesson_cells(lesson):
     return [markdown(f"### {lesson.name}\n\n{text}", f"{lesson.name}-about"), code(run, lesson.name)]
 
 
+def quiz_cells(page, declared, sections):
+    """The notebook's last cells: its Check yourself lesson asked as a quiz, a question at a time in the
+    box the kernel's input() opens below the cell (under a heading of its own where the page has no
+    Check yourself section)."""
+    asks, arguments = QUIZ[page]
+    (lesson,) = [lesson for lesson in declared.values() if lesson.page == (asks, "check yourself")]
+    heading = [] if "check yourself" in sections else [markdown("## Check yourself", f"{page}-check-yourself")]
+    about = (f"Your turn: `{lesson.name}.py --quiz{arguments}` asks this page's kinds of question with new numbers, "
+             "one at a time, in the box that opens below the cell. Type your answer and press Enter: a blank line "
+             "skips, `q` stops, and the score comes at the end. Each wrong answer gets its worked steps, and a known "
+             "mistake its name; a missed kind comes back once with new numbers.")
+    source = f"# The quiz: type each answer in the box below, q to stop.\n%run {lesson.name}.py --quiz{arguments}"
+    return heading + [markdown(about, f"{page}-quiz-about"), code(source, f"{page}-quiz")]
+
+
 def notebook(page, declared):
     filename, title, sections = PAGES[page]
     intro = INTRO.format(title=title, badge=f"\n{badge(filename)}\n" if REPOSITORY else "")
@@ -206,6 +226,7 @@ def notebook(page, declared):
         cells.append(markdown(f"## {sections[key]}", f"{page}-{key}"))
         for lesson in sorted(here, key=lambda lesson: lesson.name):
             cells += lesson_cells(lesson)
+    cells += quiz_cells(page, declared, sections)
     return {"cells": cells, "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python",
                                                         "name": "python3"},
                                          "language_info": {"name": "python"}},

@@ -18,18 +18,19 @@ import copy
 import importlib.util
 import json
 import os
+import queue
 import re
 import time
 from pathlib import Path
 
-from common import KERNEL_INSTALL, OUTPUT_ROOT
+from common import KERNEL_INSTALL, OUTPUT_ROOT, quiz
 
 import pytest
 
 import run_all
 from check import comparing
 from notebooks import generate
-from tests.conftest import LESSONS, SCRATCH
+from tests.conftest import LESSONS, SCRATCH, load_script
 from tests.drawing import QUICKER
 
 # (find_spec, not import: importing ipympl switches matplotlib to its backend, for every test after)
@@ -39,6 +40,7 @@ if MISSING:
     pytest.skip(f"{', '.join(MISSING)} not installed: pip install -r requirements-test.txt", allow_module_level=True)
 import nbclient  # noqa: E402
 import nbformat  # noqa: E402
+from jupyter_client.manager import start_new_kernel  # noqa: E402 (nbclient's own)
 
 NOTEBOOKS = {page: run_all.ROOT / "notebooks" / filename for page, (filename, _, _) in generate.PAGES.items()}
 RUN = re.compile(r"^%run (week\d/\d\d_\w+)\.py(.*)$")
@@ -440,3 +442,55 @@ def test_under_ipympl_a_live_cell_shows_the_figures_own_canvas_once_and_leaves_p
     (model, state), = view_models(client, cell)
     assert model == "MPLCanvasModel" and state["header_visible"] is False
     assert stream(extra["pyplot after"], "stdout") == "widget []\n"
+
+
+# ---------------------------------------------------------------- the Check yourself quiz in a kernel
+
+def test_each_notebook_ends_with_its_quiz_which_says_in_one_line_where_no_answer_can_be_typed(ran):
+    """nbclient sends no typed answers (ipykernel's input() raises StdinNotImplementedError): the quiz
+    cell, the notebook's last, asks its first question, then says so in one line, without a traceback."""
+    for page, (_, nb, _) in ran.items():
+        last = len(nbformat.read(NOTEBOOKS[page], as_version=4).cells) - 1
+        cell = nb.cells[last]
+        assert "--quiz" in cell.source and outputs(cell, "error") == [] and stream(cell, "stderr") == ""
+        out = stream(cell, "stdout")
+        assert "Question 1 of" in out
+        assert out.rstrip().splitlines()[-1].startswith("This notebook's front end cannot send typed answers")
+
+
+def test_in_a_kernel_the_quiz_reads_input_and_interrupt_ends_it_with_the_score_then_stopped():
+    """A front end that answers input() (JupyterLab, Notebook 7, VS Code, Colab all do): the kernel's
+    stdin channel, driven here as they drive it. A right answer, then Interrupt while it waits."""
+    lesson = load_script("week2/21_check_yourself")
+    chosen = [(place, kind) for place, kind in enumerate(lesson.KINDS) if kind.section == 2]
+    answers = [q.reader.show(q.answer) for _, q in quiz.seeded(chosen, 3)][:1]  # the second is interrupted
+    km, kc = start_new_kernel(kernel_name="python3", env=KERNEL_ENV, cwd=str(run_all.ROOT))
+    try:
+        parent = kc.execute("%run week2/21_check_yourself.py --quiz --seed 3 --topic 2", allow_stdin=True)
+        streams, asked, deadline = {"stdout": "", "stderr": ""}, 0, time.monotonic() + 120
+        while time.monotonic() < deadline:
+            try:
+                request = kc.get_stdin_msg(timeout=0.05)
+                if request["parent_header"].get("msg_id") == parent:
+                    asked += 1
+                    if asked <= len(answers):
+                        kc.input(answers[asked - 1])
+                    else:
+                        km.interrupt_kernel()  # the front end's Interrupt, while the quiz waits
+            except queue.Empty:
+                pass
+            try:
+                msg = kc.get_iopub_msg(timeout=0.05)
+            except queue.Empty:
+                continue
+            if msg["parent_header"].get("msg_id") != parent:
+                continue
+            if msg["msg_type"] == "stream":
+                streams[msg["content"]["name"]] += msg["content"]["text"]
+            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                break
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    assert asked == 2 and streams["stdout"].count("  right: ") == 1, streams
+    assert streams["stdout"].endswith("score: 1/1\n") and streams["stderr"] == "stopped\n", streams
