@@ -203,7 +203,8 @@ class Elsewhere:
             if main:
                 signal.signal(signal.SIGINT, previous)
         self.waiting = set()
-        threading.Thread(target=self.listen, args=(events,), daemon=True).start()
+        self.listener = threading.Thread(target=self.listen, args=(events,), daemon=True)
+        self.listener.start()
 
     def start(self, i, job):
         self.waiting.add(i)
@@ -222,6 +223,9 @@ class Elsewhere:
     def stop(self):
         self.process.terminate()
         self.process.wait()
+        self.listener.join()
+        self.process.stdin.close()
+        self.process.stdout.close()
 
 
 def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_result=None, halt=None):

@@ -36,6 +36,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 import run_all
+from check import comparing
 from tests.conftest import SCRIPTS, load_script, main_in_process
 
 W1, W2 = load_script("week1/18_check_yourself"), load_script("week2/21_check_yourself")
@@ -830,7 +831,7 @@ def test_the_verdict_line_says_not_as_the_page_says_when_a_record_turns(capsys):
 @pytest.mark.parametrize("name", LESSONS)
 def test_the_golden_output_holds_every_page_answer(name):
     golden = run_all.golden_path(name).read_text(encoding="utf-8")
-    assert run_all.quotes_missing(name, golden) == []
+    assert comparing.quotes_missing(name, golden) == []
     for answer in PAGE_ANSWERS[LESSONS[name]]:
         assert f"    answer: {answer}\n" in golden
 
