@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, TRY_ITS
 from tests.drawing import run_live
-from tests.test_live import causal_grid, check_sentence
+from tests.test_live import causal_grid, check_sentence, red_boxes, role_boxes
 
 LIVE = [name for name in SCRIPTS if LESSONS[name].live]
 # A training's view at a shorter training: what it shows does not depend on how long it trained.
@@ -184,6 +184,7 @@ def week1_16(view, module, out, a, windows):
         if role:  # (the printed lines name each head's role where the run has two heads or more)
             assert view.fig.axes[0].get_title() == f"head {h}: {role.group(1).removeprefix('it ')}"
         assert np.array_equal(view.fig.axes[0].images[0].get_array(), module.attention_maps(model, example)[h - 1])
+        assert red_boxes(view.fig.axes[0]) == role_boxes(module, example, m["roles"][h - 1])  # where its role says
         knocked = re.search(rf"^  head {h} knocked out +{row}", out, flags=re.M)
         bars = view.fig.axes[1].patches[:4]
         drawn = [f"{bar.get_height():.1%}" if bar.get_visible() else "not trained" for bar in bars]
@@ -192,6 +193,18 @@ def week1_16(view, module, out, a, windows):
             assert tuple(drawn[2:]) == knocked.groups()
             assert view.fig.axes[1].get_title().startswith(
                 f"(a) word before: {knocked.group(1)}, (b) first noun: {knocked.group(2)}\n")
+    # A short training finds no roles: the same view, handed each role for some head (the first heads
+    # cycling through the word before, the first noun and none), boxes where each role says.
+    roles = [("before", "nouns", None)[h % 3] for h in range(a.heads)]
+    with live.window_style():
+        given = module.live_view(model, held, heads, {**m, "roles": roles}, example, trained)
+    sentences = [row[row != module.PAD] for row in held]
+    for k in (int(given.widgets["sentence"].val), 1, 7):  # the sentence it opens on, then two others
+        given.widgets["sentence"].set_val(k)
+        sentence = sentences[int(given.widgets["sentence"].val) - 1]
+        for h in range(1, a.heads + 1):
+            given.widgets["head"].set_val(h)
+            assert red_boxes(given.fig.axes[0]) == role_boxes(module, sentence, roles[h - 1]), (k, h, roles[h - 1])
 
 
 def week2_01(view, module, out, a, windows):
