@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, TRY_ITS
 from tests.drawing import run_live
-from tests.test_live import causal_grid, check_sentence, red_boxes, role_boxes
+from tests.test_live import causal_grid, check_sentence, red_boxes, role_boxes, sentence_shown
 
 LIVE = [name for name in SCRIPTS if LESSONS[name].live]
 # A training's view at a shorter training: what it shows does not depend on how long it trained.
@@ -166,6 +166,12 @@ def week1_15(view, module, out, a, windows):
     check_sentence(module, view, out, model, first, a.hide_adjective)
     view.widgets["adjective"].set_active(module.ADJECTIVES.index(second))
     check_sentence(module, view, out, model, second, a.hide_adjective)
+    for pair in range(len(module.HELD_OUT_PAIRS)):  # the other held-out pairs, with the second adjective
+        view.widgets["pair"].set_active(pair)
+        words = module.sentence_words(*module.HELD_OUT_PAIRS[pair], second)
+        weights, answer = module.it_attention(model, words, a.hide_adjective)
+        assert sentence_shown(view) == [words, words, [f"{w:.2f}" for w in weights]]
+        assert view.fig.axes[0].get_title().endswith(f"the model answers \"{answer}\"")
 
 
 def view_model(view):
