@@ -97,12 +97,19 @@ CASES = [(name, argv) for name in LIVE for argv in settings(name)]
 
 # ---------------------------------------------------------------- each view's reader
 
+def slider_values(slider):
+    """The values a slider lets a learner choose, in order."""
+    step = slider.valstep
+    return sorted(step) if np.iterable(step) else list(np.arange(slider.valmin, slider.valmax + step / 2, step))
+
+
 def week1_02(view, module, out, a, windows):
     rows = re.findall(r"d_k=\s*(\d+) Var\(q\.k\)=\s*([\d.]+) target=\s*\d+ scaled_var=([\d.]+)", out)
     assert [int(d_k) for d_k, _, _ in rows] == a.d_k
     slider = view.widgets["d_k"]
     assert slider.valtext.get_text() == str(a.d_k[-1])  # it opens at the last width printed
     widths = live.allowed(module.WIDTHS, *a.d_k)
+    assert slider_values(slider) == list(range(len(widths)))  # one notch per width: WIDTHS and the printed ones
     rng = np.random.default_rng(a.seed)
     for d_k, var, scaled in rows:
         dots = module.dot_products(rng, a.pairs, int(d_k))  # the printed run's draws, in its order
@@ -142,6 +149,7 @@ def week1_09(view, module, out, a, windows):
 def week1_11(view, module, out, a, windows):
     slider = view.widgets["d_k"]
     widths = live.allowed(module.LIVE_WIDTHS, *a.d_k)
+    assert slider_values(slider) == list(range(len(widths)))  # one notch per width: LIVE_WIDTHS and the printed ones
     widest = max(a.d_k)
     assert slider.valtext.get_text() == str(widest)
     rng = np.random.default_rng(a.seed)
@@ -182,6 +190,8 @@ def view_model(view):
 def week1_16(view, module, out, a, windows):
     model, held, heads, m, example, trained = VIEW_ARGS[id(view)]
     assert heads == a.heads and trained == module.TASKS[a.task]
+    assert slider_values(view.widgets["head"]) == list(range(1, a.heads + 1))
+    assert slider_values(view.widgets["sentence"])[0] == 1 and slider_values(view.widgets["sentence"])[-1] >= 50
     row = r"\(a\) (\S+%|not trained)(?: \(.*?\))?, \(b\) (\S+%|not trained)"
     everything = re.search(rf"^  all heads +{row}", out, flags=re.M).groups()
     for h in range(1, a.heads + 1):
@@ -215,7 +225,8 @@ def week1_16(view, module, out, a, windows):
 
 def week2_01(view, module, out, a, windows):
     T = a.seq_len
-    assert view.widgets["T"].val == T
+    assert view.widgets["T"].val == T and slider_values(view.widgets["T"]) == list(range(1, module.MOST + 1))
+    assert slider_values(view.widgets["row"]) == list(range(1, T + 1))  # its end follows T
     mask = module.causal_mask(T)
     weights = module.masked_weights(module.score_table(a.seed)[:T, :T], mask)
     image, cells, _ = causal_grid(view)
@@ -242,6 +253,7 @@ def week2_03(view, module, out, a, windows):
 
 def week2_05(view, module, out, a, windows):
     assert view.widgets["epsilon"].val == pytest.approx(a.epsilon)
+    assert slider_values(view.widgets["epsilon"]) == live.allowed([k / 100 for k in range(100)], a.epsilon)
     target = re.search(r"^target=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
     hand, by_torch = re.search(r"hand-built loss=([\d.]+); torch label_smoothing=\S+ loss=([\d.]+)", out).groups()
     target_ax, loss_ax = view.fig.axes[:2]
@@ -254,11 +266,23 @@ def week2_05(view, module, out, a, windows):
 
 def week2_06(view, module, out, a, windows):
     d, w = a.d_model[0], a.warmup
+    # as live_view's docstring says: w every 500 from 500 to 8000, d every 64 from 64 to 1024, each with the run's own
+    assert slider_values(view.widgets["warmup"]) == live.allowed(range(500, 8001, 500), w)
+    assert slider_values(view.widgets["d_model"]) == live.allowed(range(64, 1025, 64), d)
     assert (view.widgets["warmup"].val, view.widgets["d_model"].val) == (w, d)
     peak = re.search(rf"peak: d={d} at step (\d+)", out).group(1)
     assert view.fig.axes[0].get_title() == (f"d = {d}, w = {w}: peak at step {peak}, "
                                             f"lr = {module.learning_rate(int(peak), d, w):.10f}")
-    curve = view.fig.axes[0].lines[0]
+    curve, dot, dashed = view.fig.axes[0].lines
+    assert list(dashed.get_xdata()) == [int(peak)] * 2 and list(dot.get_xdata()) == [int(peak)]
+    for slider, value in (("warmup", 500), ("d_model", 64), ("warmup", 8000), ("d_model", 1024), ("warmup", w)):
+        view.widgets[slider].set_val(value)
+        d_now, w_now = int(view.widgets["d_model"].val), int(view.widgets["warmup"].val)
+        at = module.peak_step(d_now, w_now)  # the peak at step w, as the run's check says
+        assert at == w_now and view.fig.axes[0].get_title().startswith(f"d = {d_now}, w = {w_now}: peak at step {at},")
+        assert list(dashed.get_xdata()) == [at] * 2 and list(dot.get_xdata()) == [at]
+        assert list(curve.get_ydata()) == list(module.learning_rate(curve.get_xdata(), d_now, w_now))
+    view.widgets["d_model"].set_val(d)
     for step, lrs in re.findall(r"^ *(\d+) +([\d. ]+)$", out, flags=re.M):
         if int(step) in curve.get_xdata():
             at = list(curve.get_xdata()).index(int(step))
@@ -329,5 +353,8 @@ def test_the_view_shows_what_the_run_prints_at_this_setting(name, argv):
     module, out, build, args, windows = run_live.__wrapped__(name, *argv)  # (not the cached run the others read)
     with live.window_style():
         view = build(*args)
+    for slider in (widget for widget in view.widgets.values() if hasattr(widget, "valmin")):
+        values = slider_values(slider)  # its ends and where it opens: values a learner can choose
+        assert values[0] == slider.valmin and values[-1] == slider.valmax and slider.val in values, slider.label
     VIEW_ARGS[id(view)] = args
     READERS[name](view, module, out, parsed(name, argv), windows)
