@@ -265,6 +265,22 @@ def test_no_test_row_occurs_in_the_training_batches(lesson):
     assert len({d for row in held for d in row}) == lesson.DIGITS  # each row its own digits, all 10 in use
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_no_held_out_row_is_in_any_batch_the_last_one_too(lesson, seed):
+    """Short runs on short rows (--max-len 4 --steps 4), where each batch's rows are among the
+    held-out candidates, the last batch's too (of 2 or 3 digits: every such row is listed): no
+    held-out row, nor any of the rows drawn from FEW digits, is in any batch. (At the defaults
+    the last batch has 11 digits, a length where candidates almost never meet a trained row.)"""
+    batches, tests, few = lesson.training_and_test_rows(seed, 4, 4)
+    assert len(batches) == 4 and batches[-1].shape[1] <= 3
+    for x in batches:
+        rows = {tuple(row) for row in x.tolist()}
+        for held in (*tests.values(), few):
+            assert not rows & {tuple(row) for row in held.tolist()}, f"a held-out row of {held.shape[1]} digits " \
+                f"is in the batch of {x.shape[1]}-digit rows"
+    assert set(tests) == {2, 3, 4}  # (every length has held-out rows to check)
+
+
 def test_default_run_upholds_both_claims_on_held_out_rows(outputs):
     out = outputs[NAME].stdout
     assert FALLS + ":\n  as the page says" in out and HOLDS in out and float(LOOKS.search(out).group(1)) >= 80
@@ -343,8 +359,7 @@ def test_the_records_turn_with_the_printed_verdicts(runs):
     assert last["the fixed-context decoder knows the row only through c"] == against  # attention reads only c too
     assert last["a strain, not a law"] == against
     assert last["a weight is a learned soft alignment"] == against
-    assert "fixed-context falls off as rows grow" not in short  # neither falls nor fails: strained
-    assert short["fixed-context strained, not broken"] == "upholds the page"
+    assert short["fixed-context falls off as rows grow"] == "upholds the page"  # strained, not broken
     assert short["attention stays high on the longest rows"] == "upholds the page"
     assert short["detail-rich rows strain c"] == against  # at 8 digits the rows of 2 digits do no better
 
@@ -521,9 +536,9 @@ def test_the_section_1_verdict_has_three_outcomes(lesson):
     line, got = verdict(0.95, 0.59)
     assert line.startswith(FALLS) and got["fixed-context falls off as rows grow"][0] == "upholds the page"
     line, got = verdict(0.95, 0.60)  # 0.60 is in the middle band: strained, not broken
-    assert "only to 0.60 to 0.90" in line and got["fixed-context strained, not broken"][0] == "upholds the page"
+    assert "only to 0.60 to 0.90" in line and got["fixed-context falls off as rows grow"][0] == "upholds the page"
     line, got = verdict(0.95, 0.90)
-    assert "only to 0.60 to 0.90" in line
+    assert "only to 0.60 to 0.90" in line and got["fixed-context falls off as rows grow"][0] == "upholds the page"
     line, got = verdict(0.95, 0.9001)  # long rows as good as short ones: no strain at all
     assert line.startswith(NO_FALL) and got["fixed-context falls off as rows grow"][0] == "contradicts the page"
     line, got = verdict(0.90, 0.50)  # short rows not learned: nothing to fall from
@@ -774,7 +789,7 @@ def short_rows_promise(result, default):
     below 0.60"."""
     records = records_of(result)
     return (records[SHARE.format("fixed-context", "long")]["value"] >= 0.60
-            and "fixed-context strained, not broken" in records)  # (recorded only where it holds)
+            and records["fixed-context falls off as rows grow"]["outcome"] == UPHOLDS)  # strained, not broken
 
 
 def wide_promise(result, default):
@@ -783,8 +798,8 @@ def wide_promise(result, default):
     records = records_of(result)
     wide, narrow = (r[SHARE.format("fixed-context", "long")]["value"] for r in (records, default))
     attention = records[SHARE.format("attention", "long")]["value"]
-    turned = "fixed-context falls off as rows grow" not in records  # then strained, not broken
-    return 0.05 < wide - narrow < 0.2 and (not turned or wide < 0.65) and wide < attention - 0.2
+    return (0.05 < wide - narrow < 0.2 and wide < 0.65 and wide < attention - 0.2  # (0.60 and up: strained, not broken)
+            and records["fixed-context falls off as rows grow"]["outcome"] == UPHOLDS)
 
 
 def last_state_promise(result, default):

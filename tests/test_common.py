@@ -50,20 +50,6 @@ def test_a_record_prints_nothing_for_a_learner_and_a_line_for_the_check(capsys, 
         record("a | b", True)  # a name is one field of the golden checks file
 
 
-@pytest.mark.parametrize("name", ["week1/17_unscaled_scores_stall", "week2/18_deep_stacks_train",
-                                  "week2/20_warmup_not_universal"])
-def test_held_out_data_never_shares_a_generator_with_the_batches(name):
-    """These lessons draw their batches from a generator seeded --seed + 1 and keep no list of
-    what was trained on, so the held-out generator's seed lies past every --seed + 1 (a seed
-    of 12345 made --seed 12344 train on the held-out data). week1/16 and week2/19 instead
-    drop every held-out candidate that training saw."""
-    from common.cli import SEED
-
-    from tests.conftest import load_script
-
-    assert load_script(name).HELD_OUT_SEED > SEED.hi + 1
-
-
 def imports_of_common(root):
     """{module: the common modules it imports, at module level or inside a function} for every
     module of common/ (`from common import shown` is an import of common itself)."""

@@ -173,6 +173,45 @@ def test_a_dropped_scale_fails_the_check_itself(cd, monkeypatch):
     assert [label for _, label, _ in comparing.noise_over_ceiling(out)] == ["max |by hand - torch|"]
 
 
+@pytest.mark.parametrize("hide", [False, True])
+def test_the_torch_comparison_runs_the_model_as_the_run_measures_it(cd, monkeypatch, hide):
+    """'the held-out sentences' scores, with the trained weights': in a run (with
+    --hide-adjective too), by_hand_vs_torch is handed the model whose held-out answers the run
+    counts, and both of its passes (by hand, and torch's) read every one of those sentences
+    with the adjective hidden exactly where the run's own pass hides it. A comparison run
+    without --hide-adjective's mask, or on one sentence, agreed all the same: this test is what
+    tells."""
+    passes, counted, handed, comparing_now = [], [], [], []
+    real_forward, real_compare, real_evaluate = cd.Fetch.forward, cd.by_hand_vs_torch, cd.evaluate
+
+    def forward(self, tokens, hide_adjective=False, fast=False):
+        if comparing_now:
+            passes.append((tokens, hide_adjective, fast))
+        return real_forward(self, tokens, hide_adjective, fast)
+
+    def compare(model, tokens, *hide_adjective):
+        handed.append(model)
+        comparing_now.append(True)
+        try:
+            return real_compare(model, tokens, *hide_adjective)
+        finally:
+            comparing_now.clear()
+
+    def evaluate(model, tokens, labels, hide_adjective=False):
+        counted.append((model, tokens, hide_adjective))
+        return real_evaluate(model, tokens, labels, hide_adjective)
+
+    monkeypatch.setattr(cd.Fetch, "forward", forward)
+    _, records = run_main(cd, "--steps", "5", *["--hide-adjective"] * hide, by_hand_vs_torch=compare,
+                          evaluate=evaluate)
+    (model,) = handed
+    ((tokens, own_hide),) = [(tokens, flag) for counted_model, tokens, flag in counted if counted_model is model]
+    assert own_hide == hide and sorted(fast for _, _, fast in passes) == [False, True]
+    for read, hidden, _ in passes:
+        assert torch.equal(read, tokens) and hidden == own_hide, "the comparison reads other sentences or another mask"
+    assert records["attention by hand is torch's"]["outcome"] == UPHOLDS
+
+
 def test_its_optimizer_is_torchs_adam(cd, adams_made):
     """The training's update is torch.optim.Adam's (lr 0.01, its default betas and eps), over
     every weight of the model, one step a batch."""

@@ -6,6 +6,7 @@ claim it, and its depth knob turns the verdicts its Try-it lines say (its defaul
 same bytes under the kernel settings of tests/test_portability.py)."""
 import math
 
+from common.cli import SEED
 from common.records import CONTRADICTS, UPHOLDS, collected, measured
 
 import pytest
@@ -88,12 +89,26 @@ def test_the_step_is_the_pages_gradient_descent(ds):
     assert (mine.sublayers[0][0].weight - ds.starting_stack(3, 4, True, True).sublayers[0][0].weight).abs().max() > 1e-4
 
 
-def test_held_out_points_are_never_trained_on(ds):
-    d = directions(ds)
-    held = ds.points(torch.Generator().manual_seed(ds.HELD_OUT_SEED), ds.HELD_OUT, d)[0]
-    g = torch.Generator().manual_seed(42 + 1)
-    trained = torch.cat([ds.points(g, ds.BATCH, d)[0] for _ in range(ds.STEPS)])
-    assert torch.cdist(held, trained).min() > 0.1
+@pytest.mark.parametrize("seed", [SEED.lo, 42, SEED.hi])
+def test_held_out_points_are_never_trained_on(ds, seed):
+    """What the run hands its trainings (train_and_measure, intercepted): the held-out points
+    are drawn from a generator of their own, HELD_OUT_SEED, the same at every --seed, a seed no
+    --seed draws its batches from (they come from --seed + 1), and not one of them is a point of
+    the batches trained on."""
+    handed = []
+
+    def intercepted(seed, depth, stacks, batches, held_out):
+        handed.append((batches, held_out))
+        return [{"top": 1.0, "left": 0.1}] * len(stacks)  # (no training: only what it was handed is read)
+
+    run_main(ds, "--seed", str(seed), train_and_measure=intercepted)
+    ((batches, (held, _)),) = handed
+    own = ds.points(torch.Generator().manual_seed(ds.HELD_OUT_SEED), ds.HELD_OUT,
+                    torch.zeros(ds.D, ds.OUTPUTS, dtype=torch.float64))[0]
+    assert torch.equal(held, own), "the held-out points are not HELD_OUT_SEED's own draw"
+    assert ds.HELD_OUT_SEED > SEED.hi + 1  # past every --seed + 1
+    trained = torch.cat([x for x, _ in batches])
+    assert len(batches) == ds.STEPS and torch.cdist(held, trained).min() > 0.1, "a held-out point was trained on"
 
 
 # ---------------------------------------------------------------- thresholds, on both sides

@@ -11,6 +11,7 @@ role verdicts turn with one head or a one-look task. Its output (bands in place 
 same bytes under the kernel settings that change training trajectories
 (tests/test_portability.py runs the whole check under each of them)."""
 import contextlib
+import copy
 import io
 import math
 import re
@@ -179,6 +180,45 @@ def test_the_printed_comparison_with_torch_fails_on_a_broken_formula(ht, trained
         monkeypatch.setattr(ht, "causal_mask", mask_one_off)
     broken = ht.by_hand_vs_torch(model, held)
     assert broken > 1e-2 and not comparing.is_noise(f"{broken:.8f}")
+
+
+def test_the_torch_comparison_feeds_the_attention_what_the_model_feeds_it(ht, monkeypatch):
+    """'the attention as written by hand, against torch's ..., with the trained weights (in
+    float64), on the held-out sentences': in a run, by_hand_vs_torch is handed the model the run
+    measures and the held-out sentences it measures it on, and gives the page's formula and
+    torch's kernel each exactly the input the model's own pass gives its attention (word
+    vectors plus position tags). Fed the word vectors alone, the two agreed all the same: this
+    test is what tells."""
+    measured_on, handed, inputs = [], [], {"compared": [], "own": []}
+    real_measure, real_compare, real_attention = ht.measure, ht.by_hand_vs_torch, ht.OneLayer.self_attention
+    recording = []
+
+    def attention(self, x, knock_out=(), fast=False):
+        if recording:
+            inputs[recording[-1]].append(x)
+        return real_attention(self, x, knock_out, fast)
+
+    def measure(model, held, seen=None):
+        measured_on.append((model, held))
+        return real_measure(model, held, seen)
+
+    def compare(model, tokens):
+        handed.append((model, tokens))
+        recording.append("compared")
+        gap = real_compare(model, tokens)
+        recording[-1] = "own"
+        with torch.no_grad():
+            copy.deepcopy(model).double()(tokens)  # the model's own pass, in float64 as compared
+        recording.clear()
+        return gap
+
+    monkeypatch.setattr(ht.OneLayer, "self_attention", attention)
+    _, records = run_main(ht, "--steps", "5", measure=measure, by_hand_vs_torch=compare)
+    ((model, tokens),) = handed
+    assert model is measured_on[0][0] and tokens is measured_on[0][1]  # the run's model, on its held-out sentences
+    (own,) = inputs["own"]
+    assert len(inputs["compared"]) == 2 and all(torch.equal(x, own) for x in inputs["compared"])
+    assert records["attention by hand is torch's"]["outcome"] == UPHOLDS
 
 
 def test_a_dropped_scale_fails_the_check_itself(ht):

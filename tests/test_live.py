@@ -740,6 +740,13 @@ def tenths(weights):
     return ["#" * min(9, math.floor(10 * w)) or "." for w in weights]
 
 
+def sentence_shown(view):
+    """week1/15's window: the words of its left column ("it" reads from them), of its right
+    column (the words looked at), and the weights written beside them."""
+    texts = view.fig.axes[0].texts  # draw_sentence's three per word: left, right, weight
+    return [[t.get_text() for t in texts[k::3]] for k in range(3)]
+
+
 def check_sentence(module, view, out, model, adjective, hide):
     """The window shows the page's sentence with `adjective` as the printed run does."""
     lines = out.splitlines()
@@ -750,7 +757,8 @@ def check_sentence(module, view, out, model, adjective, hide):
     assert title.endswith(f"; the model answers \"{answer}\"") and (noun is None or f"at {noun.group(1)};" in title)
     words = module.sentence_words(*module.PAGE, adjective)
     weights, _ = module.it_attention(model, words, hide)
-    drawn = [text.get_text() for text in view.fig.axes[0].texts if text.get_position()[0] == 1.85]
+    left, right, drawn = sentence_shown(view)
+    assert left == right == words  # the sentence, in both columns
     assert drawn == [f"{w:.2f}" for w in weights]  # the weight written beside each word
     widths = [line.get_linewidth() for line in view.fig.axes[0].lines]  # 0.3 + 8 x the weight, exactly
     assert widths == pytest.approx([0.3 + 8 * w for w in weights], abs=1e-9)
@@ -773,6 +781,7 @@ def test_adjective_picker_opens_at_the_printed_adjective_and_moves_as_the_printe
     assert "answers \"river\"" in view.fig.axes[0].get_title()
     words = module.sentence_words(*module.HELD_OUT_PAIRS[1], "busy")
     weights, _ = module.it_attention(model, words)
+    assert sentence_shown(view) == [words, words, [f"{w:.2f}" for w in weights]]  # both columns: the new pair
     widths = [line.get_linewidth() for line in view.fig.axes[0].lines]
     assert widths == pytest.approx([0.3 + 8 * w for w in weights], abs=1e-9) and words[1] == "dog"
 

@@ -114,15 +114,34 @@ def test_held_out_strings_are_never_trained_on(tf):
     assert not set(map(tuple, longest.reshape(-1, tf.T).tolist())) & set(map(tuple, held_out.tolist()))
 
 
+def rule(tf, slip_at_place_1=False):
+    """A decoder that writes the rule itself, total before + digit (the start symbol counts 0);
+    slip_at_place_1: one off at place 1 alone, whatever its input."""
+    def decoder(x, y_in):
+        total = y_in.clamp(max=9) * (y_in != tf.START) + x  # [N, T]
+        if slip_at_place_1:
+            total[:, 0] += 1
+        return F.one_hot(total % 10, 10).double()
+    return decoder
+
+
 def test_the_slip_is_handed_in_where_the_notes_say(tf):
     """written(): after the slip, only places SLIP_AT + 1 on count; a decoder that reads the
     total before (total before + digit) carries the slip into every one of them."""
-    def rule(x, y_in):  # the rule itself: total before + digit (the start symbol counts 0)
-        return F.one_hot((y_in.clamp(max=9) * (y_in != tf.START) + x) % 10, 10).double()
-
-    with_gold, alone, after_slip = tf.written(rule, some(tf, 200))
+    with_gold, alone, after_slip = tf.written(rule(tf), some(tf, 200))
     assert with_gold.all() and alone.all() and after_slip.shape == (200, tf.T - tf.SLIP_AT)
     assert not after_slip.any()
+
+
+def test_each_input_is_the_one_its_line_names(tf):
+    """written() hands the decoder the gold prefix, its own guesses and the slipped prefix
+    where each line says: a decoder wrong at place 1 only is right at the 5 other places with
+    the gold prefix, and wrong at all 6 writing alone (its own slip at place 1 is carried on).
+    A perfect decoder cannot tell the inputs apart: fed its own guesses, it is right with the
+    gold prefix all the same."""
+    with_gold, alone, after_slip = tf.written(rule(tf, slip_at_place_1=True), some(tf, 200))
+    assert with_gold.sum(1).tolist() == [tf.T - 1] * 200 and not with_gold[:, 0].any()
+    assert not alone.any() and not after_slip.any()
 
 
 # ---------------------------------------------------------------- thresholds, on both sides

@@ -932,6 +932,90 @@ def test_the_torch_comparison_feeds_each_block_what_the_model_feeds_it(tt, model
     assert bool(future[:, 0, 1:].all()) == causal  # the mask hides the future exactly when it is on
 
 
+def layer_inputs(layer, name, seen):
+    """Record each call of one of the model's layers (common/blocks.py's EncoderLayer or
+    DecoderLayer) as seen[name]: {its input x, the memory, and each mask broadcast to [N, 1, T_q,
+    T_k] (True = hidden)}."""
+    def hook(module, args, kwargs):
+        named = dict(zip(("x", "memory")[:len(args)], args, strict=True)) | kwargs
+        masks = {key: named.get(key) for key in ("mask", "self_mask", "memory_mask") if key in named}
+        T_q = named["x"].shape[1]
+        seen.setdefault(name, []).append({"x": named["x"], "memory": named.get("memory"), **{
+            key: None if m is None else m.expand(len(named["x"]), 1, T_q, m.shape[-1]) for key, m in masks.items()}})
+    return layer.register_forward_pre_hook(hook, with_kwargs=True)
+
+
+def torch_layers_seen(seen):
+    """torch's two layers, as subclasses that record each call's inputs in seen, each mask as
+    ours: [N, 1, T_q, T_k], True = hidden."""
+    def hidden(N, T_q, T_k, square=None, padding=None):
+        out = torch.zeros(N, 1, T_q, T_k, dtype=torch.bool)
+        if square is not None:
+            out = out | square.bool()
+        return out if padding is None else out | padding[:, None, None, :]
+
+    class Encoder(nn.TransformerEncoderLayer):
+        def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal=False):
+            N, S = src.shape[:2]
+            seen.setdefault("encoder", []).append({"x": src, "mask": hidden(N, S, S, src_mask, src_key_padding_mask)})
+            return super().forward(src, src_mask, src_key_padding_mask, is_causal)
+
+    class Decoder(nn.TransformerDecoderLayer):
+        def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
+                    memory_key_padding_mask=None, **rest):
+            (N, T), S = tgt.shape[:2], memory.shape[1]
+            seen.setdefault("decoder", []).append({
+                "x": tgt, "self_mask": hidden(N, T, T, tgt_mask, tgt_key_padding_mask),
+                "memory_mask": hidden(N, T, S, memory_mask, memory_key_padding_mask)})
+            return super().forward(tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask, memory_key_padding_mask,
+                                   **rest)
+
+    return Encoder, Decoder
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_the_post_ln_comparison_feeds_each_layer_what_the_model_feeds_it(tt, model, held, causal):
+    """'the trained layers against torch's post-LN layers ... on the held-out pairs':
+    layers_against_torch hands the model's two layers, and torch's, exactly what the model's own
+    pass hands its layers: the embedded source and its padding; the embedded decoder input (the
+    labels shifted right), its padding and (with the mask on) the future; the memory. Both sides
+    fed the unshifted labels agreed all the same: this test is what tells."""
+    src, tgt = held[0][:16], held[1][:16]
+    model64 = copy.deepcopy(model).double()
+    ours, compared, theirs = {}, {}, {}
+    hooks = [layer_inputs(model64.encoder, "encoder", ours), layer_inputs(model64.decoder, "decoder", ours)]
+    with torch.no_grad():
+        model64(src, tt.shift_right(tgt), causal)
+    for hook in hooks:
+        hook.remove()
+    real_deepcopy = copy.deepcopy
+
+    def hooked_copy(obj, *rest):  # the copy layers_against_torch makes, with the recording hooks on it
+        made = real_deepcopy(obj, *rest)
+        if isinstance(made, tt.Transformer):
+            layer_inputs(made.encoder, "encoder", compared)
+            layer_inputs(made.decoder, "decoder", compared)
+        return made
+
+    encoder, decoder = torch_layers_seen(theirs)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(tt.copy, "deepcopy", hooked_copy)
+        patch.setattr(nn, "TransformerEncoderLayer", encoder)
+        patch.setattr(nn, "TransformerDecoderLayer", decoder)
+        assert tt.layers_against_torch(model64, src, tgt, causal) < tt.AGREE
+    assert ours.keys() == compared.keys() == theirs.keys() == {"encoder", "decoder"}
+    for name in ("encoder", "decoder"):
+        (mine,) = ours[name]
+        for side, calls in (("ours", compared[name]), ("torch's", theirs[name])):
+            (call,) = calls
+            for what, given in call.items():
+                if what != "memory":  # (torch's layer is handed torch's memory: its own encoder's, from the same input)
+                    assert torch.equal(given, mine[what]), f"{side} {name}: its {what} differs"
+    assert torch.equal(compared["decoder"][0]["memory"], ours["decoder"][0]["memory"])
+    future = ours["decoder"][0]["self_mask"][:, 0]  # [N, T, T]
+    assert bool(future[:, 0, 1:].all()) == causal  # the mask hides the future exactly when it is on
+
+
 def test_greedy_decoding_never_writes_pad_or_start_even_when_they_score_highest(tt, model, held):
     """The docstring's promise, held by construction (the choice is made among </s> and the
     digits only) and tested where training cannot keep it: an output layer whose largest

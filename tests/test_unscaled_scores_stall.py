@@ -5,6 +5,7 @@ turn the verdicts their Try-it lines say (its default output is the same bytes u
 kernel settings of tests/test_portability.py, which runs the whole check under each)."""
 import math
 
+from common.cli import SEED
 from common.records import CONTRADICTS, NOT_TESTED, UPHOLDS
 
 import pytest
@@ -61,11 +62,35 @@ def test_the_gradient_step_is_the_pages(us):
     assert (W_Q - us.starting_weights(5, 32)[0]).abs().max() > 1e-3  # they moved
 
 
-def test_held_out_queries_are_never_trained_on(us):
-    held_X = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), us.HELD_OUT)[1].reshape(-1, us.D_MODEL)
-    g = torch.Generator().manual_seed(42 + 1)
-    trained = torch.cat([us.sentences(g, us.SENTENCES)[1].reshape(-1, us.D_MODEL) for _ in range(us.STEPS)])
-    assert torch.cdist(held_X, trained).min() > 0.1
+@pytest.mark.parametrize("seed", [SEED.lo, 42, SEED.hi])
+def test_held_out_queries_are_never_trained_on(us, seed):
+    """What the run hands its trainings (train, intercepted; the first one run, the batches it
+    draws recorded): the held-out sentences are drawn from a generator of their own,
+    HELD_OUT_SEED, the same at every --seed, a seed no --seed draws its batches from (they come
+    from --seed + 1), and not one of their words is a word of the batches trained on."""
+    handed, batches, real_train, real_sentences = [], [], us.train, us.sentences
+
+    def recorded(g, n):
+        made = real_sentences(g, n)
+        if handed:  # drawn inside a training: a batch
+            batches.append(made)
+        return made
+
+    def intercepted(seed, d_k, scaled, lr, held_out):
+        handed.append(held_out)
+        if len(handed) == 1:
+            intercepted.result = real_train(seed, d_k, scaled, lr, held_out)
+        return intercepted.result  # (the other trainings draw the same batches: only the first is run)
+
+    run_main(us, "--seed", str(seed), "--d-k", "16", train=intercepted, sentences=recorded)
+    own = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), us.HELD_OUT)
+    assert len(handed) == 3 and all(held is handed[0] for held in handed)
+    assert all(torch.equal(a, b) for a, b in zip(handed[0], own, strict=True)), \
+        "the held-out sentences are not HELD_OUT_SEED's own draw"
+    assert us.HELD_OUT_SEED > SEED.hi + 1  # past every --seed + 1
+    trained = torch.cat([X.reshape(-1, us.D_MODEL) for _, X, _ in batches])
+    assert len(batches) == us.STEPS
+    assert torch.cdist(handed[0][1].reshape(-1, us.D_MODEL), trained).min() > 0.1, "a held-out word was trained on"
 
 
 def test_the_first_step_is_the_same_start_for_both_heads(us):

@@ -19,7 +19,7 @@ import pytest
 
 from tests.conftest import LESSONS, SCRATCH, SCRIPTS, TRY_ITS
 from tests.drawing import run_live
-from tests.test_live import causal_grid, check_sentence
+from tests.test_live import causal_grid, check_sentence, red_boxes, role_boxes, sentence_shown
 
 LIVE = [name for name in SCRIPTS if LESSONS[name].live]
 # A training's view at a shorter training: what it shows does not depend on how long it trained.
@@ -97,12 +97,19 @@ CASES = [(name, argv) for name in LIVE for argv in settings(name)]
 
 # ---------------------------------------------------------------- each view's reader
 
+def slider_values(slider):
+    """The values a slider lets a learner choose, in order."""
+    step = slider.valstep
+    return sorted(step) if np.iterable(step) else list(np.arange(slider.valmin, slider.valmax + step / 2, step))
+
+
 def week1_02(view, module, out, a, windows):
     rows = re.findall(r"d_k=\s*(\d+) Var\(q\.k\)=\s*([\d.]+) target=\s*\d+ scaled_var=([\d.]+)", out)
     assert [int(d_k) for d_k, _, _ in rows] == a.d_k
     slider = view.widgets["d_k"]
     assert slider.valtext.get_text() == str(a.d_k[-1])  # it opens at the last width printed
     widths = live.allowed(module.WIDTHS, *a.d_k)
+    assert slider_values(slider) == list(range(len(widths)))  # one notch per width: WIDTHS and the printed ones
     rng = np.random.default_rng(a.seed)
     for d_k, var, scaled in rows:
         dots = module.dot_products(rng, a.pairs, int(d_k))  # the printed run's draws, in its order
@@ -128,10 +135,12 @@ def week1_07(view, module, out, a, windows):
 
 def week1_09(view, module, out, a, windows):
     (window,) = windows
-    name, attention, step, losses, model = window.last
     loss_ax, table_ax = window.view.fig.axes[:2]
     drawn = {line.get_label(): list(line.get_ydata()) for line in loss_ax.lines}
-    assert [len(losses) for losses in drawn.values()] == [a.steps, a.steps] and drawn["attention"] == losses
+    batches = module.training_and_test_rows(a.seed, a.max_len, a.steps)[0]
+    for name, attention in module.MODELS:  # each training again, without a window (no line prints its losses)
+        alone = module.train(module.build(a.hidden, a.seed, attention), batches, a.look_back)
+        assert len(alone) == a.steps and drawn[name] == alone, f"the {name} curve is not its training's losses"
     assert table_ax.get_title() == f"its alignment table, step {a.steps}"
     rows = re.findall(r"^    writes \d:  ([\d. ]+)$", out, flags=re.M)  # the printed table of the trained model
     assert [" ".join(f"{x:.2f}" for x in row) for row in table_ax.images[0].get_array()] == rows
@@ -140,6 +149,7 @@ def week1_09(view, module, out, a, windows):
 def week1_11(view, module, out, a, windows):
     slider = view.widgets["d_k"]
     widths = live.allowed(module.LIVE_WIDTHS, *a.d_k)
+    assert slider_values(slider) == list(range(len(widths)))  # one notch per width: LIVE_WIDTHS and the printed ones
     widest = max(a.d_k)
     assert slider.valtext.get_text() == str(widest)
     rng = np.random.default_rng(a.seed)
@@ -164,6 +174,12 @@ def week1_15(view, module, out, a, windows):
     check_sentence(module, view, out, model, first, a.hide_adjective)
     view.widgets["adjective"].set_active(module.ADJECTIVES.index(second))
     check_sentence(module, view, out, model, second, a.hide_adjective)
+    for pair in range(len(module.HELD_OUT_PAIRS)):  # the other held-out pairs, with the second adjective
+        view.widgets["pair"].set_active(pair)
+        words = module.sentence_words(*module.HELD_OUT_PAIRS[pair], second)
+        weights, answer = module.it_attention(model, words, a.hide_adjective)
+        assert sentence_shown(view) == [words, words, [f"{w:.2f}" for w in weights]]
+        assert view.fig.axes[0].get_title().endswith(f"the model answers \"{answer}\"")
 
 
 def view_model(view):
@@ -174,6 +190,8 @@ def view_model(view):
 def week1_16(view, module, out, a, windows):
     model, held, heads, m, example, trained = VIEW_ARGS[id(view)]
     assert heads == a.heads and trained == module.TASKS[a.task]
+    assert slider_values(view.widgets["head"]) == list(range(1, a.heads + 1))
+    assert slider_values(view.widgets["sentence"])[0] == 1 and slider_values(view.widgets["sentence"])[-1] >= 50
     row = r"\(a\) (\S+%|not trained)(?: \(.*?\))?, \(b\) (\S+%|not trained)"
     everything = re.search(rf"^  all heads +{row}", out, flags=re.M).groups()
     for h in range(1, a.heads + 1):
@@ -182,6 +200,7 @@ def week1_16(view, module, out, a, windows):
         if role:  # (the printed lines name each head's role where the run has two heads or more)
             assert view.fig.axes[0].get_title() == f"head {h}: {role.group(1).removeprefix('it ')}"
         assert np.array_equal(view.fig.axes[0].images[0].get_array(), module.attention_maps(model, example)[h - 1])
+        assert red_boxes(view.fig.axes[0]) == role_boxes(module, example, m["roles"][h - 1])  # where its role says
         knocked = re.search(rf"^  head {h} knocked out +{row}", out, flags=re.M)
         bars = view.fig.axes[1].patches[:4]
         drawn = [f"{bar.get_height():.1%}" if bar.get_visible() else "not trained" for bar in bars]
@@ -190,11 +209,24 @@ def week1_16(view, module, out, a, windows):
             assert tuple(drawn[2:]) == knocked.groups()
             assert view.fig.axes[1].get_title().startswith(
                 f"(a) word before: {knocked.group(1)}, (b) first noun: {knocked.group(2)}\n")
+    # A short training finds no roles: the same view, handed each role for some head (the first heads
+    # cycling through the word before, the first noun and none), boxes where each role says.
+    roles = [("before", "nouns", None)[h % 3] for h in range(a.heads)]
+    with live.window_style():
+        given = module.live_view(model, held, heads, {**m, "roles": roles}, example, trained)
+    sentences = [row[row != module.PAD] for row in held]
+    for k in (int(given.widgets["sentence"].val), 1, 7):  # the sentence it opens on, then two others
+        given.widgets["sentence"].set_val(k)
+        sentence = sentences[int(given.widgets["sentence"].val) - 1]
+        for h in range(1, a.heads + 1):
+            given.widgets["head"].set_val(h)
+            assert red_boxes(given.fig.axes[0]) == role_boxes(module, sentence, roles[h - 1]), (k, h, roles[h - 1])
 
 
 def week2_01(view, module, out, a, windows):
     T = a.seq_len
-    assert view.widgets["T"].val == T
+    assert view.widgets["T"].val == T and slider_values(view.widgets["T"]) == list(range(1, module.MOST + 1))
+    assert slider_values(view.widgets["row"]) == list(range(1, T + 1))  # its end follows T
     mask = module.causal_mask(T)
     weights = module.masked_weights(module.score_table(a.seed)[:T, :T], mask)
     image, cells, _ = causal_grid(view)
@@ -221,6 +253,7 @@ def week2_03(view, module, out, a, windows):
 
 def week2_05(view, module, out, a, windows):
     assert view.widgets["epsilon"].val == pytest.approx(a.epsilon)
+    assert slider_values(view.widgets["epsilon"]) == live.allowed([k / 100 for k in range(100)], a.epsilon)
     target = re.search(r"^target=\[([^\]]+)\]", out, flags=re.M).group(1).split(", ")
     hand, by_torch = re.search(r"hand-built loss=([\d.]+); torch label_smoothing=\S+ loss=([\d.]+)", out).groups()
     target_ax, loss_ax = view.fig.axes[:2]
@@ -233,11 +266,23 @@ def week2_05(view, module, out, a, windows):
 
 def week2_06(view, module, out, a, windows):
     d, w = a.d_model[0], a.warmup
+    # as live_view's docstring says: w every 500 from 500 to 8000, d every 64 from 64 to 1024, each with the run's own
+    assert slider_values(view.widgets["warmup"]) == live.allowed(range(500, 8001, 500), w)
+    assert slider_values(view.widgets["d_model"]) == live.allowed(range(64, 1025, 64), d)
     assert (view.widgets["warmup"].val, view.widgets["d_model"].val) == (w, d)
     peak = re.search(rf"peak: d={d} at step (\d+)", out).group(1)
     assert view.fig.axes[0].get_title() == (f"d = {d}, w = {w}: peak at step {peak}, "
                                             f"lr = {module.learning_rate(int(peak), d, w):.10f}")
-    curve = view.fig.axes[0].lines[0]
+    curve, dot, dashed = view.fig.axes[0].lines
+    assert list(dashed.get_xdata()) == [int(peak)] * 2 and list(dot.get_xdata()) == [int(peak)]
+    for slider, value in (("warmup", 500), ("d_model", 64), ("warmup", 8000), ("d_model", 1024), ("warmup", w)):
+        view.widgets[slider].set_val(value)
+        d_now, w_now = int(view.widgets["d_model"].val), int(view.widgets["warmup"].val)
+        at = module.peak_step(d_now, w_now)  # the peak at step w, as the run's check says
+        assert at == w_now and view.fig.axes[0].get_title().startswith(f"d = {d_now}, w = {w_now}: peak at step {at},")
+        assert list(dashed.get_xdata()) == [at] * 2 and list(dot.get_xdata()) == [at]
+        assert list(curve.get_ydata()) == list(module.learning_rate(curve.get_xdata(), d_now, w_now))
+    view.widgets["d_model"].set_val(d)
     for step, lrs in re.findall(r"^ *(\d+) +([\d. ]+)$", out, flags=re.M):
         if int(step) in curve.get_xdata():
             at = list(curve.get_xdata()).index(int(step))
@@ -263,9 +308,11 @@ def week2_12(view, module, out, a, windows):
     step, losses, model = window.last
     loss_ax, map_ax = window.view.fig.axes[:2]
     curve = list(loss_ax.lines[0].get_ydata())
-    assert step == a.steps and curve == losses and loss_ax.get_title().startswith(f"step {a.steps} of {a.steps}")
+    assert step == a.steps and curve == losses
+    assert loss_ax.get_title() == f"step {a.steps} of {a.steps}: loss {curve[-1]:.2f}"  # the last step's loss
     first = re.search(r"step 1, before any update: ([\d.]+)", out).group(1)
-    assert f"{curve[0]:.2f}" == first
+    late = re.search(rf"mean of the last 20 steps, {a.steps - 19}-{a.steps}: ([\d.]+) ", out).group(1)
+    assert (f"{curve[0]:.2f}", f"{np.mean(curve[-20:]):.4f}") == (first, late)  # the printed losses
     _, _, (held_src, held_tgt) = module.training_and_held_out(a.seed, a.steps, a.task)
     full = (held_src > module.EOS).sum(1) == module.MAX_LEN
     learned = module.cross_attention_maps(model, held_src[full], held_tgt[full], not a.no_mask).mean(0)
@@ -306,5 +353,8 @@ def test_the_view_shows_what_the_run_prints_at_this_setting(name, argv):
     module, out, build, args, windows = run_live.__wrapped__(name, *argv)  # (not the cached run the others read)
     with live.window_style():
         view = build(*args)
+    for slider in (widget for widget in view.widgets.values() if hasattr(widget, "valmin")):
+        values = slider_values(slider)  # its ends and where it opens: values a learner can choose
+        assert values[0] == slider.valmin and values[-1] == slider.valmax and slider.val in values, slider.label
     VIEW_ARGS[id(view)] = args
     READERS[name](view, module, out, parsed(name, argv), windows)

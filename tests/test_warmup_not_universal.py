@@ -6,6 +6,7 @@ where it changes nothing (its default output is the same bytes under the kernel 
 tests/test_portability.py)."""
 import math
 
+from common.cli import SEED
 from common.records import CONTRADICTS, UPHOLDS
 
 import pytest
@@ -111,11 +112,26 @@ def test_the_fused_adam_is_the_plain_one(wu):
     assert max((a - b).abs().max().item() for a, b in zip(fused.parameters(), plain.parameters(), strict=True)) < 1e-9
 
 
-def test_held_out_points_are_never_trained_on(wu):
-    (held, _), directions = task(wu, n=wu.HELD_OUT)
-    g = torch.Generator().manual_seed(42 + 1)
-    trained = torch.cat([wu.points(g, wu.BATCH, directions)[0] for _ in range(wu.STEPS)])
-    assert torch.cdist(held, trained).min() > 0.1
+@pytest.mark.parametrize("seed", [SEED.lo, 42, SEED.hi])
+def test_held_out_points_are_never_trained_on(wu, seed):
+    """What the run hands its trainings (held_out_losses, intercepted): the held-out points are
+    drawn from a generator of their own, HELD_OUT_SEED, the same at every --seed, a seed no
+    --seed draws its batches from (they come from --seed + 1), and not one of them is a point of
+    the batches trained on."""
+    handed = []
+
+    def intercepted(seed, runs, batches, held_out, w):
+        handed.append((batches, held_out))
+        return [0.1] * len(runs)  # (no training: only what it was handed is read)
+
+    run_main(wu, "--seed", str(seed), held_out_losses=intercepted)
+    ((batches, (held, _)),) = handed
+    own = wu.points(torch.Generator().manual_seed(wu.HELD_OUT_SEED), wu.HELD_OUT,
+                    torch.zeros(wu.D, wu.OUTPUTS, dtype=torch.float64))[0]
+    assert torch.equal(held, own), "the held-out points are not HELD_OUT_SEED's own draw"
+    assert wu.HELD_OUT_SEED > SEED.hi + 1  # past every --seed + 1
+    trained = torch.cat([x for x, _ in batches])
+    assert len(batches) == wu.STEPS and torch.cdist(held, trained).min() > 0.1, "a held-out point was trained on"
 
 
 # ---------------------------------------------------------------- thresholds, on both sides

@@ -86,8 +86,9 @@ def lesson(args):
 # ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
 
 def live_view(d_model, warmup):
-    """A warm-up slider and a d_model slider: the schedule over 5 times the largest w, its
-    peak marked. It opens at the printed run's w and its first d."""
+    """A warm-up slider (w every 500 from 500 to 8000, twice the page's 4000) and a d_model
+    slider (every 64 from 64 to 1024), each with the run's own value among them: the schedule
+    over 5 times the largest w, its peak marked. It opens at the printed run's w and its first d."""
     from common.live import Blit, View, add_slider, allowed  # the Try it view, loaded only for --live
     fig, ax = plt.subplots(figsize=(11, 6))
     fig.subplots_adjust(bottom=0.3)
