@@ -385,7 +385,8 @@ def show_blend(m, heads, task):
     record("all heads: blanks filled right", filled(m["all"], trained), value=summary(m["all"]),
            threshold=FILLED_RULE)
     for group, acc in m["knocked"]:
-        names = f"{'heads' if len(group) > 1 else 'head'} {', '.join(str(h + 1) for h in group)} knocked out"
+        which = "heads" if len(group) > 1 else "head"
+        names = f"{which} {', '.join(str(h + 1) for h in group)} knocked out"
         own = own_blank(group, m["roles"], trained)  # the blank it should break (None: not tested)
         if own is None:
             judged_by = {q: None for q in trained}
