@@ -1,15 +1,15 @@
 """week1/16_heads_take_roles: its attention (common/blocks.py's, every head at once) is torch's
 (and the run says so in a noise line the check judges), its knock-out is a head's output
 zeroed, its training is torch.optim.Adam with a rate falling linearly to 0; it scores
-only held-out words (whose sentence so far was never trained on), counts a clash only where
-the two answers are two different nouns, and judges the noun head on the first noun, so a
-head on the latest noun fails; every threshold and condition of its verdicts is pinned by a
-value on each side, and each number it prints beside a band is judged by that band, fixed by
-its claim, so each can turn; each Try it line does what its words say, read from its own run;
-trained, its heads take the two roles its figure shows, another seed swaps them, and its
-role verdicts turn with one head or a one-look task. Its output (bands in place of its numbers) is the
-same bytes under the kernel settings that change training trajectories
-(tests/test_portability.py runs the whole check under each of them)."""
+only held-out words (whose sentence so far was never trained on), counts two different nouns
+only where the two answers are two noun words, and judges the noun head on the first noun, so
+a head on the latest noun fails; every threshold and condition of its verdicts is pinned by a
+value on each side, and each number it prints beside the words that judge it is judged by
+them, fixed by its claim, so each can turn; each Try it line does what its words say, read
+from its own run; trained, its heads take the two roles its figure shows, another seed swaps
+them, and its role verdicts turn with one head or a one-look task. Its output (as the check
+reads it, each measured number in place) is the same bytes under the kernel settings that
+change training trajectories (tests/test_portability.py runs the whole check under each of them)."""
 import contextlib
 import copy
 import io
@@ -39,15 +39,16 @@ PAGE_ROLES = ["Verdict: one head looks at the word just before (share 0.50 or mo
               "  noun): head 1: as the page says",
               "Verdict: another looks at the nouns: at the first noun, the one blank (b) asks for (share 0.50 or",
               "  more, under 0.20 on the word just before): head 2: as the page says"]
-# the claims, in order (each number printed beside a band has a record of its own too)
+# the claims, in the page's order (each number printed beside the words that judge it has a record of
+# its own too)
 CHECKS = ["attention by hand is torch's", "held-out words: blanks filled right",
-          "held-out words with two different nouns: blanks filled right", "head 1 takes one role",
-          "head 2 takes one role", "a head looks at the word just before", "another head looks at the first noun",
-          "all heads: blanks filled right", "head 1 knocked out: blanks filled right",
-          "head 2 knocked out: blanks filled right", "knocking out a role breaks its blank only",
-          "one head can only focus one way", "heads need not find distinct, readable roles"]
-# the printed numbers judged by a band (the rest print bare): each can turn, through the lesson's own code
-# (test_every_judged_number_can_come_out_the_other_way)
+          "held-out words with two different nouns: blanks filled right", "one head can only focus one way",
+          "head 1 takes one role", "head 2 takes one role", "a head looks at the word just before",
+          "another head looks at the first noun", "all heads: blanks filled right",
+          "head 1 knocked out: blanks filled right", "head 2 knocked out: blanks filled right",
+          "knocking out a role breaks its blank only", "heads need not find distinct, readable roles"]
+# the printed numbers judged by a threshold printed beside them (the rest print alone): each can turn,
+# through the lesson's own code (test_every_judged_number_can_come_out_the_other_way)
 JUDGED = {f"{where}: blank ({q}) filled right" for q in "ab" for where in (
     "held-out words", "held-out words with two different nouns", "all heads", "head 1 knocked out",
     "head 2 knocked out", "2 heads, two different nouns", "4 heads, two different nouns", "4 heads, all heads")}
@@ -193,10 +194,10 @@ def test_the_torch_comparison_feeds_the_attention_what_the_model_feeds_it(ht, mo
     real_measure, real_compare, real_attention = ht.measure, ht.by_hand_vs_torch, ht.OneLayer.self_attention
     recording = []
 
-    def attention(self, x, knock_out=(), fast=False):
+    def attention(self, x, fast=False):
         if recording:
             inputs[recording[-1]].append(x)
-        return real_attention(self, x, knock_out, fast)
+        return real_attention(self, x, fast)
 
     def measure(model, held, seen=None):
         measured_on.append((model, held))
@@ -215,7 +216,8 @@ def test_the_torch_comparison_feeds_the_attention_what_the_model_feeds_it(ht, mo
     monkeypatch.setattr(ht.OneLayer, "self_attention", attention)
     _, records = run_main(ht, "--steps", "5", measure=measure, by_hand_vs_torch=compare)
     ((model, tokens),) = handed
-    assert model is measured_on[0][0] and tokens is measured_on[0][1]  # the run's model, on its held-out sentences
+    ((lessons_model, its_tokens),) = [(mo, t) for mo, t in measured_on if mo.heads == ht.HEADS]  # (and 1 and 4 heads)
+    assert model is lessons_model and tokens is its_tokens  # the run's model, on its held-out sentences
     (own,) = inputs["own"]
     assert len(inputs["compared"]) == 2 and all(torch.equal(x, own) for x in inputs["compared"])
     assert records["attention by hand is torch's"]["outcome"] == UPHOLDS
@@ -236,7 +238,7 @@ def test_knock_out_is_the_heads_output_zeroed(ht, knock_out):
     # week1/NOTES.md, section 16: the knock-out
     model, d_k = layer(ht, 4), 8 // 4
     x = torch.randn(3, 7, 8, dtype=torch.float64)
-    knocked = model.self_attention(x, knock_out)[0]
+    knocked = ht.knocked_out(model, knock_out).self_attention(x)[0]
     torch.testing.assert_close(knocked, per_head_sdpa(model, x, zeroed=knock_out), rtol=0, atol=1e-12)
     assert (knocked - model.self_attention(x)[0]).abs().max().item() > 1e-2  # it did something
     assert torch.equal(model.W_O, layer(ht, 4).W_O)  # the model's own W_O is left whole
@@ -279,10 +281,10 @@ def encode(ht, text):
     return torch.tensor([[ht.WORDS.index(w) for w in text.split()]])
 
 
-def test_the_two_blanks_and_the_row_kinds_are_what_the_script_says(ht):
+def test_the_two_blanks_and_the_word_kinds_are_what_the_script_says(ht):
     tokens = ht.make_sentences(np.random.default_rng(5), 300)
     before, first, first_at = ht.answers(tokens)
-    kinds = ht.row_kinds(tokens)
+    kinds = ht.word_kinds(tokens)
     nouns = set(ht.KINDS["noun"])
     for k, row in enumerate(tokens.tolist()):
         words = [ht.WORDS[t] for t in row if t != ht.PAD]
@@ -295,18 +297,18 @@ def test_the_two_blanks_and_the_row_kinds_are_what_the_script_says(ht):
             want_first = ht.WORDS.index(words[first_noun]) if first_noun is not None else ht.NONE
             assert (before[k, i].item(), first[k, i].item()) == (want_before, want_first)
             both = i > 0 and first_noun is not None
-            clash = both and words[i - 1] in nouns and words[i - 1] != words[first_noun]  # two noun words
-            telling = both and words[i - 1] not in nouns and sum(w in nouns for w in words[:i]) >= 2
-            assert (kinds["answerable"][k, i].item(), kinds["clash"][k, i].item(),
-                    kinds["telling"][k, i].item()) == (both, clash, telling)
+            two_nouns = both and words[i - 1] in nouns and words[i - 1] != words[first_noun]  # two noun words
+            three = both and words[i - 1] not in nouns and sum(w in nouns for w in words[:i]) >= 2
+            assert (kinds["answerable"][k, i].item(), kinds["two_nouns"][k, i].item(),
+                    kinds["three_different"][k, i].item()) == (both, two_nouns, three)
         assert (before[k, len(words):] == ht.NONE).all() and (first[k, len(words):] == ht.NONE).all()
-    assert kinds["clash"].sum() > 100 and kinds["telling"].sum() > 200  # both kinds are common
+    assert kinds["two_nouns"].sum() > 100 and kinds["three_different"].sum() > 200  # both kinds are common
 
 
-def test_one_noun_word_twice_is_no_clash(ht):
+def test_one_noun_word_twice_is_not_two_different_nouns(ht):
     """"the cat saw the cat and": at "and" both blanks are "cat", one noun word; with another
-    noun second, it is a clash."""
-    same, other = (ht.row_kinds(encode(ht, f"the cat saw the {noun} and the"))["clash"][0]
+    noun second, they are two different nouns."""
+    same, other = (ht.word_kinds(encode(ht, f"the cat saw the {noun} and the"))["two_nouns"][0]
                    for noun in ("cat", "dog"))
     assert not same.any()
     assert other.nonzero()[:, 0].tolist() == [5]  # at "and"
@@ -332,7 +334,7 @@ def test_seen_in_training_marks_every_word_whose_sentence_so_far_was_trained_on(
         assert seen[k, :length].tolist() == want
         assert not seen[k, length:].any()
     assert seen[:, 0].all() and not seen[:, -1].any()  # every first word was trained on; no whole sentence
-    kinds = ht.row_kinds(held[:150], seen)
+    kinds = ht.word_kinds(held[:150], seen)
     assert not (kinds["answerable"] & seen).any() and kinds["answerable"].any()
 
 
@@ -368,7 +370,7 @@ def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
     noun role, a head on the latest noun (or one spread over every earlier noun) does not."""
     # week1/NOTES.md, section 16: where the shares are measured
     tokens = ht.make_sentences(np.random.default_rng(5), 400)
-    rows = ht.row_kinds(tokens)["telling"]
+    rows = ht.word_kinds(tokens)["three_different"]
 
     def first(i, noun):
         return next((j for j in range(i + 1) if noun[j]), None)
@@ -387,17 +389,17 @@ def test_the_noun_role_is_the_first_noun_and_a_latest_noun_head_fails_it(ht):
 
 def test_role_thresholds_are_pinned_on_both_sides(ht):
     """A role: ROLE (0.50) or more on one look and under LOW (0.20) on the other."""
-    # week1/NOTES.md, section 16: ROLE, LOW and the bands at their edges
+    # week1/NOTES.md, section 16: ROLE, LOW and the thresholds at their edges
     assert ht.roles([(0.50, 0.19), (0.19, 0.50)]) == ["before", "nouns"]
     assert ht.roles([(0.49, 0.0), (0.0, 0.49), (0.60, 0.20), (0.20, 0.60)]) == [None] * 4
-    # the bands printed beside the numbers, each judged on both sides of its edge (a head's shares
-    # print bare: its role records judge them)
+    # the thresholds printed beside the numbers, each judged on both sides of its edge (a head's shares
+    # print alone: its role records judge them)
     assert (ht.ON, ht.OFF, ht.FILLED, ht.BROKEN, ht.KEPT) == ("0.50 or more", "under 0.20", "above 80%", "below 50%",
                                                              "50% or more")
     edges = {ht.FILLED: (0.81, 0.80), ht.BROKEN: (0.49, 0.50), ht.KEPT: (0.50, 0.49)}  # (inside, outside)
-    assert set(edges) == set(ht.IN_BAND)
-    for band, (inside, outside) in edges.items():
-        assert ht.IN_BAND[band](inside) and not ht.IN_BAND[band](outside), band
+    assert set(edges) == set(ht.MEETS)
+    for threshold, (inside, outside) in edges.items():
+        assert ht.MEETS[threshold](inside) and not ht.MEETS[threshold](outside), threshold
     assert ht.ROLE_RULE == "share 0.50 or more on one look, under 0.20 on the other"  # formatted from them
 
 
@@ -439,10 +441,10 @@ def test_the_knock_out_verdict_needs_every_condition(ht):
 
 # ---------------------------------------------------------------- one head, beside more
 
-def clash(a, b, role=None):
+def two_nouns(a, b, role=None):
     """What measure() finds, made up: the blanks filled right where the two answers are two
     different nouns, and the roles (one head's)."""
-    return {"clash": {"a": a, "b": b}, "roles": [role]}
+    return {"two_nouns": {"a": a, "b": b}, "roles": [role]}
 
 
 def one_way(ht, measured, task="both"):
@@ -463,19 +465,20 @@ def test_one_heads_verdict_is_held_at_its_edges(ht):
     """One head fails a blank where the two answers are different nouns: below 50% (0.49, not
     0.50); more heads fill both: above 80% (0.81, not 0.80)."""
     # week1/NOTES.md, section 16: the lone head, (a) 0.08 to 0.37 there over seeds, the others above 0.89
-    assert one_way(ht, {1: clash(0.49, 0.95), 2: clash(0.81, 0.81)})[0] == UPHOLDS
-    assert one_way(ht, {1: clash(0.95, 0.49), 2: clash(0.81, 0.81)})[0] == UPHOLDS  # either blank
-    assert one_way(ht, {1: clash(0.50, 0.50), 2: clash(0.99, 0.99)})[0] == CONTRADICTS  # one head failed nothing
-    assert one_way(ht, {1: clash(0.50, 0.95), 2: clash(0.81, 0.81)})[0] == CONTRADICTS  # its worse blank: 0.50
+    assert one_way(ht, {1: two_nouns(0.49, 0.95), 2: two_nouns(0.81, 0.81)})[0] == UPHOLDS
+    assert one_way(ht, {1: two_nouns(0.95, 0.49), 2: two_nouns(0.81, 0.81)})[0] == UPHOLDS  # either blank
+    # one head failed nothing
+    assert one_way(ht, {1: two_nouns(0.50, 0.50), 2: two_nouns(0.99, 0.99)})[0] == CONTRADICTS
+    assert one_way(ht, {1: two_nouns(0.50, 0.95), 2: two_nouns(0.81, 0.81)})[0] == CONTRADICTS  # its worse blank: 0.50
 
 
 def test_the_one_heads_verdict_waits_for_more_heads_to_fill_both(ht):
     """Where the models with more heads do not fill both blanks (above 80%: 0.80 is not), a blank the
     one head fails may be one nothing has learned yet: not tested, and why; its numbers print bare,
-    the more heads' beside their band (each record turns)."""
-    for more in ({2: clash(0.80, 0.99)}, {2: clash(0.99, 0.99), 4: clash(0.99, 0.79)}):
+    the more heads' beside their threshold (each record turns)."""
+    for more in ({2: two_nouns(0.80, 0.99)}, {2: two_nouns(0.99, 0.99), 4: two_nouns(0.99, 0.79)}):
         outcome, out, numbers = verdict_of(ht.show_one_head, "one head can only focus one way",
-                                           {1: clash(0.1, 0.95), **more}, 2, "both")
+                                           {1: two_nouns(0.1, 0.95), **more}, 2, "both")
         assert outcome == NOT_TESTED
         assert ("Verdict: one attention pattern can only focus one way: not tested: the models with more heads do\n"
                 "  not fill both blanks there (above 80%), so a blank one head fails may be one no model has\n"
@@ -485,16 +488,16 @@ def test_the_one_heads_verdict_waits_for_more_heads_to_fill_both(ht):
             f"1 head, two different nouns: blank ({q}) filled right" for q in "ab"}
         assert CONTRADICTS in numbers.values()
     with collected() as records, contextlib.redirect_stdout(io.StringIO()):
-        ht.show_one_head({1: clash(0.1, 0.95), 2: clash(0.80, 0.99)}, 2, "both")
+        ht.show_one_head({1: two_nouns(0.1, 0.95), 2: two_nouns(0.80, 0.99)}, 2, "both")
     (verdict,) = [r for r in records if r["name"] == "one head can only focus one way"]
     assert verdict["why"].startswith("the models with more heads do not fill both blanks there (above 80%)")
 
 
-def test_the_one_head_table_prints_each_number_beside_the_band_it_is_judged_by(ht):
+def test_the_one_head_table_prints_each_number_beside_the_threshold_it_is_judged_by(ht):
     """The one head's worse blank (whichever it is, whether it fails or not) is judged below 50%,
     its other blank printed bare; more heads' blanks are judged above 80%."""
     _, out, numbers = verdict_of(ht.show_one_head, "one head can only focus one way",
-                                 {1: clash(0.2, 0.95), 2: clash(0.99, 0.81)}, 2, "both")
+                                 {1: two_nouns(0.2, 0.95), 2: two_nouns(0.99, 0.81)}, 2, "both")
     assert "  1 head               (a) 20.0% (below 50%), (b) 95.0%; its head: no single role" in out
     assert "  2 heads (above)      (a) 99.0% (above 80%), (b) 81.0% (above 80%)" in out
     assert numbers == {"1 head, two different nouns: blank (a) filled right": UPHOLDS,
@@ -502,12 +505,12 @@ def test_the_one_head_table_prints_each_number_beside_the_band_it_is_judged_by(h
                        "2 heads, two different nouns: blank (a) filled right": UPHOLDS,
                        "2 heads, two different nouns: blank (b) filled right": UPHOLDS}
     outcome, out, numbers = verdict_of(ht.show_one_head, "one head can only focus one way",
-                                       {1: clash(0.95, 0.50), 2: clash(0.99, 0.81)}, 2, "both")
+                                       {1: two_nouns(0.95, 0.50), 2: two_nouns(0.99, 0.81)}, 2, "both")
     assert "  1 head               (a) 95.0%, (b) 50.0% (below 50%); its head: no single role" in out
     assert outcome == numbers["1 head, two different nouns: blank (b) filled right"] == CONTRADICTS
     # both blanks failed: still one judged number, the worse one
     _, out, numbers = verdict_of(ht.show_one_head, "one head can only focus one way",
-                                 {1: clash(0.3, 0.2), 2: clash(0.99, 0.81)}, 2, "both")
+                                 {1: two_nouns(0.3, 0.2), 2: two_nouns(0.99, 0.81)}, 2, "both")
     assert "  1 head               (a) 30.0%, (b) 20.0% (below 50%); its head: no single role" in out
     assert numbers["1 head, two different nouns: blank (a) filled right"] == NOT_TESTED
 
@@ -522,7 +525,7 @@ def test_a_lone_head_that_looks_both_ways_turns_the_verdict(ht, trained):
 
 
 def test_one_blank_trained_is_not_tested(ht):
-    outcome, out = one_way(ht, {1: clash(0.9, 0.0), 2: clash(0.9, 0.0)}, task="previous-only")
+    outcome, out = one_way(ht, {1: two_nouns(0.9, 0.0), 2: two_nouns(0.9, 0.0)}, task="previous-only")
     assert outcome == NOT_TESTED and out.endswith("not tested: only one blank is trained, and\n"
                                                   "  one way of looking is enough for it\n")
 
@@ -541,12 +544,13 @@ def caution(ht, m, task="both"):
     return verdict_of(ht.show_more_heads, "heads need not find distinct, readable roles", m, task)[:2]
 
 
-def test_a_spare_head_breaks_no_blank_held_at_the_edge(ht):
+def test_a_head_that_breaks_no_blank_is_held_at_the_edge(ht):
     """A head whose knock-out alone leaves every trained blank at 50% or more (0.50, not 0.49)."""
-    # week1/NOTES.md, section 16: the 4 heads, a spare head in every seed (its worse blank 0.82 or more)
-    assert ht.spare_heads(knocked_alone((0.2, 1.0), (0.50, 0.99), (0.99, 0.49)), ("a", "b")) == [1]
-    assert ht.spare_heads(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("a", "b")) == []
-    assert ht.spare_heads(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("b",)) == [0, 1]  # only (b) trained
+    # week1/NOTES.md, section 16: the 4 heads, a head that breaks no blank in every seed (its worse blank 0.82 or
+    # more)
+    assert ht.breaking_nothing(knocked_alone((0.2, 1.0), (0.50, 0.99), (0.99, 0.49)), ("a", "b")) == [1]
+    assert ht.breaking_nothing(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("a", "b")) == []
+    assert ht.breaking_nothing(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("b",)) == [0, 1]  # only (b) trained
     roles = ["before", "nouns", "nouns", "nouns"]
     outcome, out = caution(ht, knocked_alone((0.3, 1.0), (0.99, 0.81), (0.99, 0.95), (0.99, 0.81), roles=roles))
     assert outcome == UPHOLDS and out.splitlines()[2] == ("  roles: 1 on the word just before, 3 on the first noun, "
@@ -554,7 +558,7 @@ def test_a_spare_head_breaks_no_blank_held_at_the_edge(ht):
     # the knock-out rows print bare; one number is judged: the least harmful knock-out's worse blank,
     # 50% or more exactly when the caution holds
     least = "2 heads, the knock-out alone that harms least: its worse blank filled right"
-    for kept, band, outcome in ((0.50, UPHOLDS, UPHOLDS), (0.49, CONTRADICTS, CONTRADICTS)):
+    for kept, judged, outcome in ((0.50, UPHOLDS, UPHOLDS), (0.49, CONTRADICTS, CONTRADICTS)):
         verdict, out, numbers = verdict_of(ht.show_more_heads, "heads need not find distinct, readable roles",
                                            knocked_alone((0.3, 1.0), (0.99, kept), roles=roles[:2]), "both")
         assert "  head 1 knocked out alone      (a) 30.0%, (b) 100.0%" in out.splitlines()
@@ -567,7 +571,7 @@ def test_a_spare_head_breaks_no_blank_held_at_the_edge(ht):
                            "2 heads, head 1 knocked out alone: blank (b) filled right": NOT_TESTED,
                            "2 heads, head 2 knocked out alone: blank (a) filled right": NOT_TESTED,
                            "2 heads, head 2 knocked out alone: blank (b) filled right": NOT_TESTED,
-                           least: band}
+                           least: judged}
         assert verdict == outcome
 
 
@@ -598,17 +602,17 @@ def test_heads_that_never_learned_the_blanks_test_nothing(ht):
 
 
 def test_every_judged_number_can_come_out_the_other_way(ht):
-    """Each number the default run prints beside a band (JUDGED) has that band fixed by its claim,
+    """Each number the default run prints beside a threshold (JUDGED) has it fixed by its claim,
     not by its own outcome: fed through the lesson's own show_filled, show_blend, show_one_head and
     show_more_heads on the wrong side of it, its record contradicts the page (the default run's
     records uphold it)."""
     half, roles = {"a": 0.5, "b": 0.5}, ["before", "nouns"]
     worlds = [
-        (ht.show_filled, {"rows": {"answerable": 9, "clash": 9}, "all": half, "clash": half}, "both"),
+        (ht.show_filled, {"rows": {"answerable": 9, "two_nouns": 9}, "all": half, "two_nouns": half}, "both"),
         (ht.show_blend, {"roles": roles, "all": half,  # each knock-out breaks the other role's blank
                          "knocked": [((0,), {"a": 0.9, "b": 0.3}), ((1,), {"a": 0.3, "b": 0.9})]}, 2, "both"),
-        (ht.show_one_head, {1: clash(0.2, 0.9), 2: clash(0.5, 0.5), 4: clash(0.5, 0.5)}, 2, "both"),
-        (ht.show_one_head, {1: clash(0.6, 0.9), 2: clash(0.99, 0.99), 4: clash(0.99, 0.99)}, 2, "both"),
+        (ht.show_one_head, {1: two_nouns(0.2, 0.9), 2: two_nouns(0.5, 0.5), 4: two_nouns(0.5, 0.5)}, 2, "both"),
+        (ht.show_one_head, {1: two_nouns(0.6, 0.9), 2: two_nouns(0.99, 0.99), 4: two_nouns(0.99, 0.99)}, 2, "both"),
         (ht.show_more_heads, knocked_alone(*[(0.3, 0.3)] * 4, everything=(0.5, 0.5)), "both"),  # never filled
         (ht.show_more_heads, knocked_alone((0.3, 1.0), (1.0, 0.2), (0.49, 0.9), (0.9, 0.45)), "both"),  # all needed
     ]
@@ -626,11 +630,11 @@ def test_every_judged_number_can_come_out_the_other_way(ht):
 def test_default_run_prints_the_pages_picture(runs):
     result = runs[DEFAULT]
     out = result.stdout
-    assert verdicts(out) == ["\n".join(PAGE_ROLES[:2]), "\n".join(PAGE_ROLES[2:]),
+    assert verdicts(out) == [ONE_WAY, "\n".join(PAGE_ROLES[:2]), "\n".join(PAGE_ROLES[2:]),
                              "Verdict: knocking out the previous-word head breaks (a) and leaves (b), the noun head "
                              "the other\n  way round: each word's new vector gets both heads' findings, through W_O: "
-                             "as the page says", ONE_WAY, MORE_HEADS]
-    banded, problems = result.compared()  # each number as the check reads it: the band its record judges it by
+                             "as the page says", MORE_HEADS]
+    compared, problems = result.compared()  # each measured number as the check reads it, beside its threshold
     assert not problems
     for line in [f"  1 head               (a) {THIS_RUN} (below 50%), (b) {THIS_RUN}; its head: no single role",
                  "  2 heads (above)      (a) ‹this run's number› (above 80%), (b) ‹this run's number› (above 80%)",
@@ -641,9 +645,9 @@ def test_default_run_prints_the_pages_picture(runs):
                  "  head 1: on the word just before ‹this run's number›, on the first noun ‹this run's number›:",
                  "  head 2 knocked out alone      (a) ‹this run's number›, (b) ‹this run's number›",
                  "  the knock-out alone that harms least leaves its worse blank at ‹this run's number› (50% or more)"]:
-        assert line in banded.splitlines(), line
+        assert line in compared.splitlines(), line
     assert [r["name"] for r in result.records if "shown" not in r] == CHECKS
-    for r in result.records:  # every other record is a printed number's: judged by the band printed beside it
+    for r in result.records:  # every other record is a printed number's: judged by the threshold printed beside it
         if "shown" in r:
             assert (r["threshold"] is None) == (r["outcome"] == NOT_TESTED), r
             beside = f"{r['shown']} ({r['threshold']})" if r["threshold"] else r["shown"]
@@ -710,7 +714,7 @@ def test_other_seeds_swap_the_roles(runs):
     for run in (DEFAULT, SWAPPED):
         out = runs[run].stdout
         assert line in out.splitlines() and {r["outcome"] for r in runs[run].records if "shown" not in r} == {UPHOLDS}
-        heads.append([re.search(r"\): head (\d): as the page says", v).group(1) for v in verdicts(out)[:2]])
+        heads.append([re.search(r"\): head (\d): as the page says", v).group(1) for v in verdicts(out)[1:3]])
     assert heads == [["1", "2"], ["2", "1"]]
 
 
@@ -723,7 +727,7 @@ def test_one_head_or_a_one_look_task_turns_the_role_verdicts(runs, run, turned):
     # week1/NOTES.md, section 16: --heads 1 and --task previous-only
     out = runs[run].stdout
     records = {r["name"]: r["outcome"] for r in runs[run].records}
-    for line, ending in zip(verdicts(out)[:2], turned, strict=True):
+    for line, ending in zip(verdicts(out)[1:3], turned, strict=True):
         assert line.endswith(ending), line
     # a role without a head leaves nothing of it to knock out: that verdict is not tested
     assert "Verdict: not tested: no head took one of the two roles, so there is no role's head" in out
