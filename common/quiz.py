@@ -216,10 +216,13 @@ class Tokens:
 @dataclass(frozen=True)
 class Mistake:
     """A mistake the page lists ("Mistakes people make"): what it does, in a few words ("forgetting
-    the shift"), the value its own formula gives on the question's numbers, and the page's words on it."""
+    the shift"), the value its own formula gives on the question's numbers, the page's words on it,
+    and `rounded`: what the same formula reaches with the numbers along the way at ROUNDED decimals,
+    as the page writes them (named too, as the question's `rounded` is right too)."""
     slip: str
     value: object
     page: str
+    rounded: object = None
 
     def said(self):
         return f"That is what {self.slip} gives, one of the page's mistakes: {quote(self.page)}"
@@ -263,28 +266,37 @@ class Kind:
     page: tuple
 
 
+def reaches(reader, value, exact, rounded):
+    """The value is `exact`, or `rounded` (the same steps with the numbers along the way at ROUNDED decimals)."""
+    return reader.same(value, exact) or (rounded is not None and reader.same(value, rounded))
+
+
 def right(question, value):
     """The value is the answer (or what the page's rounded steps reach), as the question's reader judges."""
-    same = question.reader.same
-    return same(value, question.answer) or (question.rounded is not None and same(value, question.rounded))
+    return reaches(question.reader, value, question.answer, question.rounded)
 
 
 def mark(question, text):
-    """(right, the known mistakes the answer equals) for the learner's `text`; Unreadable if it
-    is in no form the question takes."""
+    """(right, the known mistakes the answer equals, worked either way) for the learner's `text`;
+    Unreadable if it is in no form the question takes."""
     given = question.reader.read(text, [m.value for m in question.mistakes])
     if right(question, given):
         return True, []
-    return False, [m for m in question.mistakes if question.reader.same(given, m.value)]
+    return False, [m for m in question.mistakes if reaches(question.reader, given, m.value, m.rounded)]
+
+
+def gives_right(question, value):
+    """The value (None: none), or the value as printed, is right for the question's numbers."""
+    reader = question.reader
+    return value is not None and (right(question, value) or right(question, reader.read(reader.show(value), [value])))
 
 
 def asked(kind, numbers):
     """The kind's question on these numbers, listing only the mistakes that are mistakes here: one whose
-    value, or its value as printed, is right for these numbers is left out."""
+    value, or its value worked at ROUNDED decimals, is right for these numbers is left out."""
     question = kind.ask(**numbers)
-    reader = question.reader
     wrong = tuple(m for m in question.mistakes
-                  if not right(question, m.value) and not right(question, reader.read(reader.show(m.value), [m.value])))
+                  if not gives_right(question, m.value) and not gives_right(question, m.rounded))
     return Question(**{**question.__dict__, "mistakes": wrong, "numbers": numbers})
 
 

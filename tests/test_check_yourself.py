@@ -336,6 +336,31 @@ MISTAKES = {
 }
 
 
+def at_3(x):
+    return torch.round(x, decimals=3)
+
+
+def page_attention(q, k, v, scale=None, dim=-1):
+    """softmax(Q K^T scale) V by torch, the scores and the weights written at 3 decimals along the way, as the
+    page works by hand (0.881): a mistake's formula worked the page's way."""
+    Q, K = as64(q), as64(k)
+    scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    return (at_3(torch.softmax(at_3(Q @ K.T * scale), dim)) @ as64(v)).tolist()
+
+
+# Each mistake that writes numbers along the way, worked with them at 3 decimals, another way here
+ROUNDED_MISTAKES = {
+    "identity_self_attention": lambda X: {
+        "not dividing by sqrt(d_k)": page_attention(X, X, X, scale=1.0),
+        "dividing by d_k instead of sqrt(d_k)": page_attention(X, X, X, scale=1 / 2),
+        "taking the softmax over the queries": page_attention(X, X, X, dim=0)},
+    "weighted_values": lambda q, K, V: {
+        "summing the keys instead of the values": page_attention([q], K, K)[0],
+        "taking the softmax over the queries": page_attention([q], K, V, dim=0)[0],
+        "not dividing by sqrt(d_k)": page_attention([q], K, V, scale=1.0)[0]},
+}
+
+
 def test_every_kind_has_its_own_computation_here():
     assert sorted(INDEPENDENT) == sorted(MISTAKES) == sorted(kind.ask.__name__ for _, _, kind in KINDS)
 
@@ -371,6 +396,18 @@ def test_over_many_seeds_each_named_mistake_is_what_another_computation_of_it_gi
             values = value if isinstance(value, OneOf) else [value]
             assert any(question.reader.same(mistake.value, v) for v in values), (seed, mistake.slip, mistake.value,
                                                                                value)
+
+
+@pytest.mark.parametrize(("module", "place", "kind"), KINDS, ids=[k.ask.__name__ for _, _, k in KINDS])
+def test_over_many_seeds_a_mistake_worked_at_3_decimals_is_what_torch_gives_with_its_numbers_written_so(module, place,
+                                                                                                     kind):
+    for seed in SEEDS:
+        question = drawn(place, kind, seed)
+        expected = ROUNDED_MISTAKES.get(kind.ask.__name__, lambda **numbers: {})(**question.numbers)
+        worked = {m.slip: m.rounded for m in question.mistakes if m.rounded is not None}
+        assert set(worked) == {m.slip for m in question.mistakes} & set(expected), seed
+        for slip, value in worked.items():
+            assert question.reader.same(value, expected[slip]), (seed, slip, value, expected[slip])
 
 
 def test_a_worked_step_written_at_3_decimals_can_print_another_value_so_the_steps_carry_more():
@@ -412,11 +449,13 @@ def test_each_named_mistake_is_recognised_and_another_wrong_answer_is_not_named(
         question = drawn(place, kind, seed)
         reader = question.reader
         for mistake in question.mistakes:
-            ok, said = quiz.mark(question, reader.show(mistake.value))
-            assert not ok and mistake in said, (seed, mistake.slip)
+            for value in (mistake.value, mistake.rounded):  # exactly, and worked at 3 decimals along the way
+                if value is not None:
+                    ok, said = quiz.mark(question, reader.show(value))
+                    assert not ok and mistake in said, (seed, mistake.slip, value)
             named.add(mistake.slip)
         other = off_by_one(reader, question.answer)
-        if not any(reader.same(other, m.value) for m in question.mistakes):
+        if not any(quiz.reaches(reader, other, m.value, m.rounded) for m in question.mistakes):
             ok, said = quiz.mark(question, reader.show(other))
             assert not ok and said == [], (seed, reader.show(other))
     listed = {m.slip for seed in SEEDS for m in drawn(place, kind, seed).mistakes}
@@ -459,6 +498,19 @@ def test_a_wrong_answer_a_mistake_gives_is_named_in_the_quiz_before_its_worked_s
         transcript = " ".join(quizzed(W2, [str(typed), "q"], "--seed", "6", "--topic", "2").split())
         assert f"your answer: {typed} {said} row 1 sees only itself" in transcript, transcript
     assert set(by_slip) == {"blocking all T^2 cells", "blocking the diagonal too"}
+
+
+def test_a_mistake_worked_the_pages_way_at_3_decimals_is_named_as_the_right_answer_so_worked_is_right():
+    """Seed 23's one query: the keys summed with the weights as the page writes them, [0.503, 0.248, 0.248],
+    give [-0.255, -0.751]; exactly, [-0.2552, -0.7518]. Both are named; the answer is right either way."""
+    place = next(place for place, kind in enumerate(W1.KINDS) if kind.ask.__name__ == "weighted_values")
+    question = drawn_at("week1/18_check_yourself", place, 23)
+    assert question.numbers == {"q": [-1, 1], "K": [[-1, -1], [1, 0], [0, -1]], "V": [[2, 3], [1, 1], [3, 2]]}
+    assert "weights: softmax over the 3 keys = [0.5035, 0.2483, 0.2483]" in quiz.worked(question)
+    for typed in ("[-0.255, -0.751]", "[-0.255, -0.752]"):
+        ok, named = quiz.mark(question, typed)
+        assert not ok and [m.slip for m in named] == ["summing the keys instead of the values"], typed
+    assert quiz.mark(question, "[1.998, 2.253]") == (True, []) and quiz.mark(question, "[2.000, 2.255]") == (True, [])
 
 
 # ---------------------------------------------------------------- reading the answers

@@ -211,6 +211,16 @@ def by_hand_attention(q_rows, k_rows, v_rows, divide=math.sqrt, over_keys=True, 
     return S, A, to_values(A, v_rows)
 
 
+def not_scaled(d_k):
+    """The slip's divisor: 1 (no sqrt(d_k))."""
+    return 1
+
+
+def by_d_k(d_k):
+    """The slip's divisor: d_k itself."""
+    return d_k
+
+
 def identity_self_attention(X):
     """Q = K = V = X (W^Q = W^K = W^V = I); Z = softmax(Q K^T / sqrt(d_k)) V."""
     Xt = tensor(X)  # [2, 2]: one token per row
@@ -219,8 +229,12 @@ def identity_self_attention(X):
     k = fewest(ROUNDED, lambda k: by_hand_attention(X, X, X, k=k)[2], Z, 3)
     S, A, reached = by_hand_attention(X, X, X, k=k)
     raw = [[sum(a * b for a, b in zip(x, y, strict=True)) for y in X] for x in X]
+
+    def z(k=None, **slip):  # Z by hand (with a slip), exact or with the numbers along the way at k decimals
+        return by_hand_attention(X, X, X, k=k, **slip)[2]
     rows = " and ".join(f"z_{i} = {' + '.join(f'{float(a):.{k}f} {listed(x)}' for a, x in zip(row, X, strict=True))} "
-                        f"= {listed(z, 3)}" for i, (row, z) in enumerate(zip(A, reached, strict=True), start=1))
+                        f"= {listed(z, 3, whole=False)}" for i, (row, z) in enumerate(zip(A, reached, strict=True),
+                                                                                   start=1))
     return Question(
         f"Two tokens X = {listed(X)} (one per row), W^Q = W^K = W^V = I, so d_k = 2. What are "
         "their new vectors Z = softmax(Q K^T / sqrt(d_k)) V, row by row? (3 decimals)",
@@ -228,11 +242,11 @@ def identity_self_attention(X):
          f"divided by sqrt(d_k) = sqrt(2): {listed(S, k)}",
          f"softmax over the keys, row by row: A = {listed(A, k)}", rows),
         Z.tolist(), reader,
-        (Slip("not dividing by sqrt(d_k)", by_hand_attention(X, X, X, divide=lambda d_k: 1)[2], SCALING),
-         Slip("dividing by d_k instead of sqrt(d_k)", by_hand_attention(X, X, X, divide=lambda d_k: d_k)[2], SCALING),
-         Mistake("taking the softmax over the queries", by_hand_attention(X, X, X, over_keys=False)[2],
-                 "Softmax runs over the keys for each query, not over queries.")),
-        reached, by_hand_attention(X, X, X, k=ROUNDED)[2])
+        (Slip("not dividing by sqrt(d_k)", z(divide=not_scaled), SCALING, z(ROUNDED, divide=not_scaled)),
+         Slip("dividing by d_k instead of sqrt(d_k)", z(divide=by_d_k), SCALING, z(ROUNDED, divide=by_d_k)),
+         Mistake("taking the softmax over the queries", z(over_keys=False),
+                 "Softmax runs over the keys for each query, not over queries.", z(ROUNDED, over_keys=False))),
+        reached, z(ROUNDED))
 
 
 def draw_query(rng):
@@ -243,11 +257,15 @@ def draw_query(rng):
 
 def weighted_values(q, K, V):
     """One query: z = sum_j alpha_j v_j, alpha = softmax_j(q . k_j / sqrt(d_k)): a sum of values, not keys."""
-    z, _ = attention(tensor([q]), tensor(K), tensor(V))  # [1, d_v]
+    out, _ = attention(tensor([q]), tensor(K), tensor(V))  # [1, d_v]
     _, (A,), _ = by_hand_attention([q], K, V)
-    places = places_for([*A, *z[0].tolist()])  # the question's decimals: the fewest that write the weights and z
+
+    def z(values, k=None, **slip):  # sum_j alpha_j values_j by hand (with a slip), exact or worked at k decimals
+        return by_hand_attention([q], K, values, k=k, **slip)[2][0]
+
+    places = places_for([*A, *out[0].tolist()])  # the question's decimals: the fewest that write the weights and z
     reader = Vector(len(V[0]), places)
-    k = fewest(places, lambda k: by_hand_attention([q], K, V, k=k)[2][0], z[0], places)
+    k = fewest(places, lambda k: z(V, k), out[0], places)
     (S,), (A_k,), (reached,) = by_hand_attention([q], K, V, k=k)
     d_k, n = len(q), len(K)
     keys = ", ".join(f"k_{j} = {listed(key)}" for j, key in enumerate(K, start=1))
@@ -259,13 +277,13 @@ def weighted_values(q, K, V):
          f"weights: softmax over the {n} keys = {listed(A_k, k)}",
          f"z = {' + '.join(f'{float(a):.{k}f} {listed(v)}' for a, v in zip(A_k, V, strict=True))} "
          f"= {reader.show(reached)}"),
-        z[0].tolist(), reader,
-        (Mistake("summing the keys instead of the values", to_values([A], K)[0],
-                 "The weighted sum is over values, not keys."),
-         Mistake("taking the softmax over the queries", by_hand_attention([q], K, V, over_keys=False)[2][0],
-                 "Softmax runs over the keys for each query, not over queries."),
-         Slip("not dividing by sqrt(d_k)", by_hand_attention([q], K, V, divide=lambda d_k: 1)[2][0], SCALING)),
-        reached, by_hand_attention([q], K, V, k=ROUNDED)[2][0] if places == 3 else None)
+        out[0].tolist(), reader,
+        (Mistake("summing the keys instead of the values", z(K), "The weighted sum is over values, not keys.",
+                 z(K, ROUNDED)),
+         Mistake("taking the softmax over the queries", z(V, over_keys=False),
+                 "Softmax runs over the keys for each query, not over queries.", z(V, ROUNDED, over_keys=False)),
+         Slip("not dividing by sqrt(d_k)", z(V, divide=not_scaled), SCALING, z(V, ROUNDED, divide=not_scaled))),
+        reached, z(V, ROUNDED) if places == 3 else None)
 
 
 # ---------------------------------------------------------------- 4. Why divide by sqrt(d_k)
