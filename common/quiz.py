@@ -136,7 +136,8 @@ class Vector:
     (0.881, 0.119) and 0.881, 0.119 read alike; `rows` > 0: a table of rows, [[-1, -1], [1, 1]]."""
     length: int
     places: int
-    whole: bool = True  # an exact whole number printed bare: [0.7311, 0.2689, 0, 0]
+    whole: bool = False  # an exact whole number printed bare, where the page writes one so: [0.7311, 0.2689, 0, 0]
+    # (else every number at `places` decimals, whole or not: [2.000, 2.255])
     rows: int = 0
 
     @property
@@ -163,11 +164,10 @@ class Vector:
 
 @dataclass(frozen=True)
 class Shape:
-    """A shape: [3, 6], (3, 6), 3 x 6 and 3, 6 read alike; `times`: printed [3 x 4], as the ELI5
-    page writes a grid. Another count of numbers than the question asks is asked again (or than
-    one of its known mistakes gives: that is a wrong answer, and named)."""
+    """A shape, printed [3, 6]: [3, 6], (3, 6), 3 x 6 and 3, 6 read alike. Another count of numbers
+    than the question asks is asked again (or than one of its known mistakes gives: that is a wrong
+    answer, and named)."""
     rank: int
-    times: bool = False
 
     @property
     def form(self):
@@ -183,7 +183,7 @@ class Shape:
         return found
 
     def show(self, shape):
-        return "[" + (" x " if self.times else ", ").join(map(str, shape)) + "]"
+        return "[" + ", ".join(map(str, shape)) + "]"
 
     def same(self, a, b):
         return list(a) == list(b)

@@ -138,7 +138,7 @@ def bahdanau_context(e, H):
         "What is the context c_t? (3 decimals)",
         (f"alpha_i = e^(e_i) / sum_j e^(e_j) = [{', '.join(exps)}] / ({' + '.join(exps)}) = {listed(alpha, k)}",
          f"c_t = sum_i alpha_i h_i = {' + '.join(f'{a:.{k}f} {listed(h)}' for a, h in zip(alpha, H, strict=True))} "
-         f"= {listed(context(k), 3)}"),
+         f"= {reader.show(context(k))}"),
         c[0].tolist(), reader,
         (Slip("using the scores as weights (no softmax)", (tensor(e) @ tensor(H)).tolist(),
               "alpha_ti are the weights from softmax: positive, summing to 1, like percentages of attention."),),
@@ -264,7 +264,7 @@ def weighted_values(q, K, V):
         return by_hand_attention([q], K, values, k=k, **slip)[2][0]
 
     places = places_for([*A, *out[0].tolist()])  # the question's decimals: the fewest that write the weights and z
-    reader = Vector(len(V[0]), places)
+    reader = Vector(len(V[0]), places, whole=places < 3)  # exact: a whole number bare, as the page's z = [0.5, 1]
     k = fewest(places, lambda k: z(V, k), out[0], places)
     (S,), (A_k,), (reached,) = by_hand_attention([q], K, V, k=k)
     d_k, n = len(q), len(K)
@@ -305,14 +305,15 @@ def scaled_softmax(d_k, raw):
     scaled = [x / math.sqrt(d_k) for x in raw]
     powers = [math.exp(x) for x in scaled]
     reached = [p / sum(powers) for p in powers]
+    reader = Vector(len(raw), 3)
     return Question(
         f"d_k = {d_k} and the raw scores q . k are {listed(raw)}. What are the attention weights of scaled "
         "dot-product attention? (3 decimals)",
         (f"without scaling, softmax({listed(raw)}) = {listed(unscaled, 4)}"
          + (": practically one-hot" if unscaled.max() > 0.99 else ""),
          f"scaled: {listed(raw)} / sqrt({d_k}) = {listed(scaled, 3)}",
-         f"softmax({listed(scaled, 3)}) = {listed(reached, 3)}"),
-        A[0].tolist(), Vector(len(raw), 3),
+         f"softmax({listed(scaled, 3)}) = {reader.show(reached)}"),
+        A[0].tolist(), reader,
         (Slip("not dividing by sqrt(d_k)", unscaled.tolist(), SCALING),
          Slip("dividing by d_k instead of sqrt(d_k)", softmax(np.array(raw, dtype=float) / d_k).tolist(), SCALING)),
         reached)
@@ -612,15 +613,15 @@ def block_stage_shape(T, d, f, stage):
     _, block, _ = build(d, 1, f, seed=0)  # the pre-norm block, one causal head, FFN width f
     with torch.no_grad():
         grids = stages(block, torch.randn(1, T, d, dtype=F64))  # {stage: [1, T, width]}; the weights [1, 1, T, T]
-    shape_of, wide = {"T x d": [T, d], "T x f": [T, f]}, "T x d"
+    shape_of, wide = {"T, d": [T, d], "T, f": [T, f]}, "T, d"
     by_hand = {  # each stage's shape by the page's rules: (its shape in letters, why)
-        "input x": (wide, "a row of d numbers per word"),
+        "input x": (wide, f"a row of d numbers per word (a [{T} x {d}] grid, as the page writes one)"),
         "LN1(x)": (wide, "LayerNorm steadies each row"),
         "attention(LN1(x))": (wide, "each word a weighted blend of the values"),
         "x + attention": (wide, "the shortcut adds two grids of one shape"),
         "LN2(x + attention)": (wide, "LayerNorm steadies each row"),
-        "FFN widened": ("T x f", f"each row times W_1 [d x f] = [{d} x {f}]"),
-        "FFN folded back": (wide, f"times W_2 [f x d] = [{f} x {d}]"),
+        "FFN widened": ("T, f", f"each row times W_1 [d, f] = [{d}, {f}]"),
+        "FFN folded back": (wide, f"times W_2 [f, d] = [{f}, {d}]"),
         "x + FFN = block output": (wide, "the shortcut adds two grids of one shape: the shape it got")}
     up_to = STAGES[:STAGES.index(stage) + 1]
     mistakes = [Slip("mixing up where the FFN is f wide", [T, d] if stage == "FFN widened" else [T, f],
@@ -629,12 +630,13 @@ def block_stage_shape(T, d, f, stage):
         mistakes.append(Slip("taking the attention weights' table", list(block.attention.attn.shape[-2:]),
                              "out: (seq, d_model) -- each token = weighted blend of values"))
     return Question(
-        f"A block (the ELI5 page's pre-norm TransformerBlock, one causal head) gets a grid of T = {T} words and "
+        f"A block (the pre-norm TransformerBlock of the ELI5 page \"One block: mix, then think\", one causal head) "
+        f"gets a grid of T = {T} words and "
         f"width d = {d}; its FFN widens to {f}. Its stages, in order: {', '.join(map(quoted, STAGES))}. What is the "
         f"grid's shape after {quoted(stage)}?",
-        tuple(f"{name}: [{letters}] = {Shape(2, times=True).show(shape_of[letters])}, {why}"
+        tuple(f"{name}: [{letters}] = {Shape(2).show(shape_of[letters])}, {why}"
               for name, (letters, why) in ((name, by_hand[name]) for name in up_to)),
-        list(grids[stage].shape[-2:]), Shape(2, times=True), tuple(mistakes), shape_of[by_hand[stage][0]])
+        list(grids[stage].shape[-2:]), Shape(2), tuple(mistakes), shape_of[by_hand[stage][0]])
 
 
 KINDS = [

@@ -162,7 +162,7 @@ def masked_row(scores, t):
         "the masked softmax? (4 decimals)",
         (f"query {t} sees keys 1..{t}: masked row {listed(scores[:t] + ['-inf'] * (T - t))}",
          f"weights = [{powers}{', 0' * (T - t)}] / ({powers.replace(', ', ' + ')}) = {listed(reached, 4)}"),
-        answer, Vector(T, 4),
+        answer, Vector(T, 4, whole=True),  # a masked weight is exactly 0, as the page writes it
         (Mistake("setting the future values to zero instead of masking the scores",
                  full.masked_fill(causal_mask(T)[t - 1], 0.0), "No: the future scores would still sit in the "
                  "softmax denominator and shrink the visible weights. Mask the scores."),
@@ -337,7 +337,7 @@ def position_tag(d, word):
         (f"word {word} sits at position p = {p} (positions start at zero)",
          "w_i = 10000^(-2i/d): " + ", ".join(f"w_{i} = {w:.4g}" for i, w in enumerate(omegas)),
          f"PE({p}) = [{pairs}] = {listed(reached, 4)}"),
-        sinusoidal_pe(word, d, torch.float64)[p].tolist(), Vector(d, 4),
+        sinusoidal_pe(word, d, torch.float64)[p].tolist(), Vector(d, 4, whole=True),  # PE(0) = [0, 1, 0, 1]
         (Mistake("forgetting that positions start at zero", sin_cos(p + 1, omegas),
                  "Mixing up the coordinate index and the pair index i, and forgetting that positions start at zero."),
          Mistake("putting the coordinate index where the pair index i belongs", slipped,
@@ -404,7 +404,8 @@ def normalized(X, norm):
     return Question(
         f"Normalize X = {listed(X)} ({rows}) with {norm}: gamma = 1, beta = 0, ignore "
         "epsilon. (4 decimals)",
-        tuple(steps), answer.tolist()[0] if B == 1 else answer.tolist(), Vector(d, 4, rows=B if B > 1 else 0),
+        tuple(steps), answer.tolist()[0] if B == 1 else answer.tolist(),
+        Vector(d, 4, whole=True, rows=B if B > 1 else 0),  # a centred value exactly 0: the page's [-1.2247, 0, 1.2247]
         mistakes, reached[0] if B == 1 else reached)
 
 
@@ -459,7 +460,7 @@ def warmup_rates(widths, step, w=WARMUP):
     decay, ramp = step ** -0.5, step * w ** -1.5
     which = ("s w^(-3/2): on the ramp (s < w)" if step < w else "s^(-1/2): past the peak (s > w)" if step > w else
              "either: they meet at the peak (s = w)")
-    answer, reader = [lr(step, d, w) for d in widths], Vector(2, 10, whole=False)
+    answer, reader = [lr(step, d, w) for d in widths], Vector(2, 10)
 
     def rates(k):  # from the min as written at k decimals
         return [d ** -0.5 * float(as_written(min(decay, ramp), k)) for d in widths]
