@@ -513,6 +513,20 @@ def test_a_mistake_worked_the_pages_way_at_3_decimals_is_named_as_the_right_answ
     assert quiz.mark(question, "[1.998, 2.253]") == (True, []) and quiz.mark(question, "[2.000, 2.255]") == (True, [])
 
 
+def test_a_count_slip_quotes_the_pages_rule_for_the_numbers_it_left_out():
+    """Week 2's decoder count: leaving out LayerNorm's numbers quotes the page's three LayerNorms (6d), not its
+    "With biases, ..." (a question may count no biases); leaving out the biases quotes "With biases, ..."."""
+    kind = next(kind for kind in W2.KINDS if kind.ask.__name__ == "decoder_parameters")
+    quoted = {}
+    for convention in W2.CONVENTIONS:
+        for m in quiz.asked(kind, {"d": 8, "f": 16, "layers": 1, "convention": convention}).mistakes:
+            quoted.setdefault(m.slip, set()).add(m.page)
+    assert quoted["leaving out LayerNorm's numbers"] == {"a decoder layer has ... three LayerNorms (6d)"}
+    (biases,) = quoted["leaving out the biases"]
+    assert biases.startswith("With biases, one full-width attention block has 4d^2+4d parameters")
+    assert "LayerNorm" not in biases
+
+
 # ---------------------------------------------------------------- reading the answers
 
 @pytest.mark.parametrize(("reader", "texts", "value"), [
@@ -626,6 +640,31 @@ def test_every_shape_is_printed_in_one_form():
 def test_the_eli5_blocks_question_names_its_page():
     asked = [question for kind, question in questions_and_retries(range(5)) if kind.section == "eli5"]
     assert len(asked) == 11 and all('the ELI5 page "One block: mix, then think"' in q.text for q in asked)
+
+
+def test_the_wording_is_one_throughout():
+    """W^O and W^Q as the pages' sections write them (not W_O); a count of one in the singular (B = 1 sentence,
+    h = 1 head)."""
+    for kind, question in questions_and_retries(range(20)):
+        words = " ".join([kind.name, question.text, *question.steps, *(m.slip for m in question.mistakes)])
+        assert "W_O" not in words and "W_Q" not in words, kind.name
+        assert not re.search(r"(?<![\d.,])1 (sentences|heads|tokens|words|layers|keys|values|rows)\b", words), words
+    for module in LESSONS.values():
+        assert not [where for _, where, _ in page_questions(module) if "W_O" in where or "W_Q" in where]
+    one = " ".join(W1.score_entries(1, 1, 21).text.split())
+    assert "a batch of B = 1 sentence of T = 21 tokens, with h = 1 head." in one
+
+
+@pytest.mark.parametrize("T", range(3, 13))
+def test_a_masks_rows_are_each_written_or_the_dots_stand_for_rows_left_out(T):
+    first = W2.blocked_cells(T).steps[0]
+    rows = [int(r) for r in re.findall(r"row (\d+)", first)]
+    assert rows[0] == 1 and rows[-1] == T and rows == sorted(rows)
+    if "..." in first:
+        before, after = (int(r) for r in re.search(r"row (\d+) blocks \d+, \.\.\., row (\d+)", first).groups())
+        assert after - before > 1, first
+    else:
+        assert rows == list(range(1, T + 1)), first
 
 
 def test_one_heads_table_names_no_batch_or_width_the_question_does_not_give():
@@ -867,7 +906,7 @@ FLIPS = [  # (module, topic, the name replaced and its wrong version, the page q
     (W1, "5", {"join_heads": lambda Z: torch.cat([Z[:, :1]] * Z.shape[1], 1).transpose(1, 2).flatten(2)},
      {"Section 5's W^O example"}),
     (W1, "5", {"nn": wrong_nn(MultiheadAttention=lambda d, h, **o: with_out(d, h))},
-     {"Section 5, 2025 T3 Quiz 1, Q191: the weights in W_O"}),
+     {"Section 5, 2025 T3 Quiz 1, Q191: the weights in W^O"}),
     (W1, "6", {"nn": wrong_nn(TransformerEncoder=last_token_encoder)},
      {"Section 6's hand-checkable example and 2026 T1 Quiz 1, Q4"}),
     (W1, "6", {"nn": wrong_nn(TransformerEncoderLayer=FirstTokenLayer)},
@@ -876,7 +915,7 @@ FLIPS = [  # (module, topic, the name replaced and its wrong version, the page q
     (W1, "7", {"encoder_stack": lambda d, f, layers: nn.TransformerEncoderLayer(d, 1, f, bias=False, device="meta")},
      {"Section 7's worked example and Check yourself 5", "Section 7: six layers"}),
     (W1, "7", {"split_heads": lambda x, h: x[:, None].expand(-1, h, -1, -1)},
-     {"Section 7's small counts: one head's W_Q"}),
+     {"Section 7's small counts: one head's W^Q"}),
     (W1, "7", {"MultiHeadAttention": AveragedHeads}, {"Section 7's small counts: score entries"}),
     (W1, "eli5", {"stages": folded_twice}, {"ELI5 Part 3: the shape never changes"}),
     (W2, "1", {"training_example": lambda target, bos: (list(target), list(target))},

@@ -413,11 +413,11 @@ MORE_HEADS = ("More heads do not automatically mean more weights. With head widt
 
 
 def output_weights(d_model, h):
-    """Q191's form: the weights in W_O, d_model^2 whatever h."""
+    """Q191's form: the weights in W^O, d_model^2 whatever h."""
     return Question(
-        f"Multi-head attention with d_model = {d_model} and h = {h} heads. How many weights does W_O hold (weights "
+        f"Multi-head attention with d_model = {d_model} and h = {h} heads. How many weights does W^O hold (weights "
         "only, no bias)?",
-        (f"W_O is [h d_k, d_model] = [{d_model}, {d_model}] (d_k = d_model/h = {d_model // h})",
+        (f"W^O is [h d_k, d_model] = [{d_model}, {d_model}] (d_k = d_model/h = {d_model // h})",
          f"{d_model}^2 = {d_model ** 2:,}: h does not enter, as h d_k = d_model"),
         nn.MultiheadAttention(d_model, h, device="meta").out_proj.weight.numel(), Count(),
         (Slip("counting its bias too", d_model ** 2 + d_model, "(Count what the question includes: W^O, biases.)"),
@@ -498,12 +498,12 @@ def counted(model, kinds, leave_out=()):
 
 def count_slips(model, convention, counts_it, leaves_it_out):
     """The slips of a count under its convention, each computed on the model: leaving out a kind of number
-    the question counts (against the page's rule `counts_it`), or counting one it leaves out (the page's
-    mistake `leaves_it_out`; the library's total, when that is every kind it leaves out)."""
+    the question counts (against the page's rule for it, `counts_it[kind]`), or counting one it leaves out
+    (the page's mistake `leaves_it_out`; the library's total, when that is every kind it leaves out)."""
     kinds = CONVENTIONS[convention]
     out = [kind for kind in (BIASES, NORMS) if kind not in kinds]
     extra = [(kind,) for kind in out] * (len(out) > 1) + [tuple(out)] * (len(out) > 0)  # the kinds counted in error
-    return ([Slip(f"leaving out {NAMES[kind]}", counted(model, kinds, leave_out=(kind,)), counts_it)
+    return ([Slip(f"leaving out {NAMES[kind]}", counted(model, kinds, leave_out=(kind,)), counts_it[kind])
              for kind in (BIASES, NORMS) if kind in kinds]
             + [Mistake("using the library's total" if len(more) == len(out) else
                        f"counting {NAMES[more[0]]} the question leaves out", counted(model, (*kinds, *more)),
@@ -541,7 +541,7 @@ def encoder_parameters(d, f, layers, convention):
     model = encoder_stack(d, f, layers)
     out_proj = sum(counted(module.self_attn.out_proj, convention) for module in model.modules()
                    if isinstance(module, nn.TransformerEncoderLayer))  # W^O (and its bias) in every layer
-    mistakes = [*count_slips(model, convention, ASKS_FOR, EXCLUSIONS),
+    mistakes = [*count_slips(model, convention, dict.fromkeys((BIASES, NORMS), ASKS_FOR), EXCLUSIONS),
                 Slip("leaving out W^O", counted(model, convention) - out_proj, "(Count what the question includes: "
                      "W^O, biases.)")]
     if layers > 1:
@@ -560,8 +560,8 @@ def head_query_weights(d_model, h):
     d_k = d_model // h
     W_Q = nn.MultiheadAttention(d_model, h, device="meta").in_proj_weight[:d_model].T  # [d, d]: Q = x W_Q
     return Question(
-        f"One head's W_Q with d_model = {d_model} and d_k = {d_k} (h = {h} heads): how many weights (no bias)?",
-        (f"one head's W_Q is [d_model, d_k] = [{d_model}, {d_k}]: {d_model}·{d_k} = {d_model * d_k:,}",
+        f"One head's W^Q with d_model = {d_model} and d_k = {d_k} (h = {h} heads): how many weights (no bias)?",
+        (f"one head's W^Q is [d_model, d_k] = [{d_model}, {d_k}]: {d_model}·{d_k} = {d_model * d_k:,}",
          f"(all {h} heads together: h·d·(d/h) = d^2 = {d_model ** 2:,})"),
         split_heads(W_Q[None], h)[0, 0].numel(), Count(),  # head 1's columns of W^Q, split as the queries are
         (Slip("counting all heads' W^Q", W_Q.numel(), "With head width d/h, each projection still totals "
@@ -579,8 +579,8 @@ def score_entries(B, h, T):
     with torch.no_grad():
         _, A = MultiHeadAttention(4 * h, h)(torch.randn(B, T, 4 * h))  # A [B, h, T, T]: per head, d_k = 4
     return Question(
-        f"Self-attention over a batch of B = {B} sentences of T = {T} tokens, with h = {h} heads. How many score "
-        "entries does one layer compute?",
+        f"Self-attention over a batch of B = {B} sentence{'s' * (B != 1)} of T = {T} tokens, with h = {h} "
+        f"head{'s' * (h != 1)}. How many score entries does one layer compute?",
         ("one score per query and key, per head and sentence: B·h·T^2",
          f"{B}·{h}·{T}^2 = {B}·{h}·{T * T} = {B * h * T * T:,}",
          f"(doubling T to {2 * T} gives {4 * B * h * T * T:,}: four times as many)"),
@@ -662,8 +662,8 @@ KINDS = [
          (("Section 5 and Check yourself 4: the shape of W^O for eight heads of width 64", {"h": 8, "d_k": 64}),)),
     Kind(5, "two heads through W^O", mixed_heads, draw_mix,
          (("Section 5's W^O example", {"heads": [[1, 2], [3, 4]], "W_O": [[1, 0], [0, 1], [1, 0], [0, 1]]}),)),
-    Kind(5, "the weights in W_O", output_weights, draw_model_width,
-         (("Section 5, 2025 T3 Quiz 1, Q191: the weights in W_O", {"d_model": 768, "h": 12}),)),
+    Kind(5, "the weights in W^O", output_weights, draw_model_width,
+         (("Section 5, 2025 T3 Quiz 1, Q191: the weights in W^O", {"d_model": 768, "h": 12}),)),
     Kind(6, "an encoder stack's output shape", stack_output_shape, draw_stack,
          (("Section 6's hand-checkable example and 2026 T1 Quiz 1, Q4", {"T": 50, "d": 512, "f": 2048, "N": 6}),)),
     Kind(6, "an output volume", output_volume, draw_volume,
@@ -672,8 +672,8 @@ KINDS = [
          (("Section 7's worked example and Check yourself 5",
            {"d": 512, "f": 2048, "layers": 1, "convention": EVERYTHING}),
           ("Section 7: six layers", {"d": 512, "f": 2048, "layers": 6, "convention": EVERYTHING}))),
-    Kind(7, "one head's W_Q", head_query_weights, draw_model_width,
-         (("Section 7's small counts: one head's W_Q", {"d_model": 512, "h": 8}),)),
+    Kind(7, "one head's W^Q", head_query_weights, draw_model_width,
+         (("Section 7's small counts: one head's W^Q", {"d_model": 512, "h": 8}),)),
     Kind(7, "a layer's score entries", score_entries, draw_scores,
          (("Section 7's small counts: score entries", {"B": 4, "h": 2, "T": 12}),)),
     Kind("eli5", "the shape after a stage of one block", block_stage_shape, draw_stage,

@@ -131,10 +131,11 @@ def blocked_cells(T):
     """Cells a causal mask over T words sets to -inf: T(T-1)/2, the diagonal not among them."""
     reached = T * (T - 1) // 2
     added = " + ".join(map(str, range(1, T))) if T <= 6 else f"1 + 2 + ... + {T - 1}"
+    between = [f"row {r} blocks {T - r}" for r in range(2, T)]  # the rows between the first and the last
+    rows = ", ".join(between if T <= 6 else [between[0], "...", between[-1]])
     return Question(
         f"In a causal mask over T = {T} words, how many cells are set to -inf?",
-        (f"row 1 sees only itself and blocks {T - 1} keys, row 2 blocks {T - 2}, ..., row {T} sees everyone; "
-         "the diagonal is not blocked",
+        (f"row 1 sees only itself and blocks {T - 1} keys, {rows}, row {T} sees everyone; the diagonal is not blocked",
          f"blocked cells: {added} = T(T-1)/2 = {T}·{T - 1}/2 = {reached}"),
         blocked(causal_mask(T)), Count(),
         (Slip("blocking all T^2 cells", causal_mask(T).numel(), "For the writer, scores toward later words are "
@@ -275,8 +276,10 @@ def draw_decoder(rng):
             "convention": list(CONVENTIONS)[rng.integers(len(CONVENTIONS))]}
 
 
-N_LAYER = ("With biases, one full-width attention block has 4d^2+4d parameters, and a decoder layer has two of them "
-           "(masked self-attention and cross-attention), one feed-forward net (2df+f+d) and three LayerNorms (6d).")
+COUNTS_IT = {  # section 4's count of one decoder layer, the part that counts each kind of number
+    BIASES: "With biases, one full-width attention block has 4d^2+4d parameters, and a decoder layer has two of them "
+            "(masked self-attention and cross-attention), one feed-forward net (2df+f+d)",
+    NORMS: "a decoder layer has ... three LayerNorms (6d)"}
 
 
 def decoder_parameters(d, f, layers, convention):
@@ -296,7 +299,7 @@ def decoder_parameters(d, f, layers, convention):
     if layers > 1:
         steps.append(f"{layers} layers, each with its own weights: {layers} x {layer:,} = {reached:,}")
     model = decoder_stack(d, f, layers)
-    mistakes = [*count_slips(model, convention, N_LAYER, EXCLUSIONS),
+    mistakes = [*count_slips(model, convention, COUNTS_IT, EXCLUSIONS),
                 Mistake("thinking the decoder is an encoder plus a mask", counted(encoder_stack(d, f, layers),
                                                                                   convention),
                         "Thinking the decoder is \"an encoder plus a mask\". It has an extra sublayer, so it has an "
