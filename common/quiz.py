@@ -34,6 +34,12 @@ import numpy as np
 TRIES = 50  # a missed kind's numbers are drawn again, up to this often, until they differ from the missed ones
 ROUNDED = 3  # decimals the page writes its weights and tanh values at, when it works a step by hand (0.881)
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # 3, -0.25, .5, 1.7e-4
+SCORE = "score: {}/{} answers right (a question asked again counts again; a skipped one does not)"
+SEED_HELP = "print the questions of this seed, each worked (no flags: the page's own questions, worked)"
+QUIZ_HELP = ("ask the questions one at a time on standard input and mark each answer: new numbers, or with --seed, "
+             "that seed's. A question you miss comes back once at the end, with new numbers. The score counts the "
+             "answers right of the answers marked: a question asked again counts again, a skipped one does not. The "
+             "page's own numbers are not asked: the page prints their answers (run with no flags to see them worked)")
 
 
 class Unreadable(ValueError):
@@ -374,7 +380,7 @@ def print_page(title, sections, kinds):
     for each: the page's formula, worked step by step, reaches the answer the blocks compute."""
     print(title)
     print("The page's questions with the page's numbers, each with its worked answer")
-    print("(--seed N asks them with new numbers; --quiz asks you, one at a time)")
+    print("(--seed N: the questions of seed N, worked; --quiz: asked one at a time, new numbers or seed N's)")
     reached, n, section = 0, 0, None
     for _, kind in kinds:
         for where, numbers in kind.page:
@@ -412,7 +418,7 @@ def no_input_here(error):
 
 def quiz(title, script, kinds, seed, replay):
     """Ask each question on standard input, one at a time, in the order `--seed seed` prints
-    them, then once more, with new numbers, each kind missed; end with `score: K/N`.
+    them, then once more, with new numbers, each kind missed; end with the score line, SCORE.
     A blank line skips (the worked answer shown); `q` stops (the score, then `stopped`); so does the end of the input
     (the score); Ctrl-C (or a notebook's Interrupt) prints the score, then run() says `stopped`.
     An answer in no form the question takes is asked again, and not counted."""
@@ -435,7 +441,7 @@ def quiz(title, script, kinds, seed, replay):
                     if echo:  # typed into a pipe or a file: the transcript shows the answer as a terminal would
                         print(text)
                     if text.lower() in ("q", "quit"):
-                        print(f"score: {score}/{marked}")
+                        print(SCORE.format(score, marked))
                         sys.stdout.flush()
                         print("stopped", file=sys.stderr)
                         return
@@ -468,7 +474,7 @@ def quiz(title, script, kinds, seed, replay):
     except EOFError:
         print()
     except KeyboardInterrupt:
-        print(f"\nscore: {score}/{marked}")
+        print("\n" + SCORE.format(score, marked))
         sys.stdout.flush()
         raise
     except Exception as error:
@@ -477,7 +483,7 @@ def quiz(title, script, kinds, seed, replay):
         print(f"\nThis notebook's front end cannot send typed answers to the kernel (input()): run the quiz in "
               f"JupyterLab, Notebook 7, VS Code or Colab, or in a terminal: {command(script)} --quiz")
         return
-    print(f"score: {score}/{marked}")
+    print(SCORE.format(score, marked))
 
 
 def check_yourself(args, script, title, sections, kinds):

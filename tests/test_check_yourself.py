@@ -45,6 +45,7 @@ LESSONS = {"week1/18_check_yourself": W1, "week2/21_check_yourself": W2}
 KINDS = [(module, place, kind) for module in LESSONS.values() for place, kind in enumerate(module.KINDS)]
 SEEDS = range(20)  # per kind: a few milliseconds each
 UPHOLDS, CONTRADICTS = "upholds the page", "contradicts the page"
+SCORE = "score: {}/{} answers right (a question asked again counts again; a skipped one does not)\n"
 
 # The page's answers, as the page writes them (and the quiz shows them), question by question in page order.
 PAGE_ANSWERS = {
@@ -721,7 +722,7 @@ def test_quiz_seed_asks_what_seed_prints_in_that_order_and_right_answers_score_a
     transcript = quizzed(module, answers, "--seed", "11")
     assert printed_questions(transcript, True) == printed_questions(printed, False)
     assert transcript.count("  right: ") == len(answers) and "not right" not in transcript
-    assert transcript.endswith(f"score: {len(answers)}/{len(answers)}\n")
+    assert transcript.endswith(SCORE.format(len(answers), len(answers)))
 
 
 @pytest.mark.parametrize("module", LESSONS.values(), ids=LESSONS)
@@ -737,11 +738,30 @@ def test_seed_n_prints_the_numbers_drawn_from_n_and_another_seed_prints_others(m
     assert sum(a != b for a, b in zip(printed_by[3], printed_by[11], strict=True)) >= len(module.KINDS) - 2
 
 
-def test_the_help_says_a_missed_question_comes_back_and_why_the_pages_numbers_are_not_asked():
+def test_the_help_says_what_each_way_of_running_asks_and_what_the_score_counts():
+    """No flags: the page's questions, worked; --seed N: seed N's, worked; --quiz: asked, new numbers or seed N's."""
     for module in LESSONS.values():
         text = " ".join(module.LESSON.parser().format_help().split())
-        assert "a question you miss comes back once at the end, with new numbers, and counts in the score" in text
-        assert "The page's own numbers are not asked: the page prints their answers" in text
+        assert ("--seed SEED print the questions of this seed, each worked (no flags: the page's own questions, "
+                "worked)") in text
+        assert ("--quiz ask the questions one at a time on standard input and mark each answer: new numbers, or with "
+                "--seed, that seed's. A question you miss comes back once at the end, with new numbers. The score "
+                "counts the answers right of the answers marked: a question asked again counts again, a skipped one "
+                "does not. The page's own numbers are not asked: the page prints their answers") in text
+        assert "unless --seed" not in text
+
+
+def test_the_score_counts_answers_right_of_answers_marked_a_question_asked_again_again_a_skipped_one_not():
+    """Section 5 at seed 5: a wrong answer, a skip, two right; the missed kind again, right: 3 of 4 answers right."""
+    fifth = [(place, kind) for place, kind in enumerate(W1.KINDS) if kind.section == 5]
+    first = quiz.seeded(fifth, 5)
+    (_, again), = quiz.seeded(fifth, 5, {first[0][0].name: first[0][1]})
+    shown = [q.reader.show(q.answer) for _, q in first]
+    typed = [q.reader.show(off_by_one(q.reader, q.answer)) for _, q in first[:1]] + ["", *shown[2:]]
+    transcript = quizzed(W1, [*typed, again.reader.show(again.answer)], "--seed", "5", "--topic", "5")
+    assert transcript.count("  right: ") == 3 and transcript.count("  skipped; the worked answer:") == 1
+    assert transcript.endswith("score: 3/4 answers right (a question asked again counts again; a skipped one does "
+                               "not)\n")
 
 
 def test_a_missed_kind_comes_back_once_with_new_numbers_before_the_end():
@@ -754,7 +774,7 @@ def test_a_missed_kind_comes_back_once_with_new_numbers_before_the_end():
     asked = printed_questions(transcript, True)
     assert len(asked) == 2 * len(chosen) and transcript.count("Once more, new numbers: question") == len(chosen)
     assert all(first != later for first, later in zip(asked[:len(chosen)], asked[len(chosen):], strict=True))
-    assert transcript.endswith(f"score: 0/{2 * len(chosen)}\n")  # each came back once, and no more
+    assert transcript.endswith(SCORE.format(0, 2 * len(chosen)))  # each came back once, and no more
 
 
 def test_wrong_answers_are_marked_with_the_worked_steps_and_score_0():
@@ -762,7 +782,7 @@ def test_wrong_answers_are_marked_with_the_worked_steps_and_score_0():
     wrong = [str(int(a.replace(",", "")) + 1) for a in answers]
     transcript = quizzed(W1, wrong + wrong, "--seed", "2", "--topic", "7")
     assert transcript.count("not right") == 2 * len(answers) and transcript.count("    answer: ") == 2 * len(answers)
-    assert transcript.endswith(f"score: 0/{2 * len(answers)}\n")
+    assert transcript.endswith(SCORE.format(0, 2 * len(answers)))
 
 
 def test_unreadable_answers_are_asked_again_and_not_counted():
@@ -771,9 +791,9 @@ def test_unreadable_answers_are_asked_again_and_not_counted():
     transcript = quizzed(W2, ["[3, 6, 1]", "three by six", answers[0]], "--seed", "3", "--topic", "3")
     assert transcript.count("your answer: ") == 3
     assert re.findall(r"^  write (.*)$", transcript, flags=re.M) == [question.reader.form] * 2
-    assert transcript.endswith("score: 1/1\n")
+    assert transcript.endswith(SCORE.format(1, 1))
     counted = quizzed(W1, ["lots", "3,152,384", ""], "--seed", "2", "--topic", "7")
-    assert "  write a whole number, like 3,152,384\n" in counted and "score: 0/1\n" in counted
+    assert "  write a whole number, like 3,152,384\n" in counted and SCORE.format(0, 1) in counted
 
 
 def test_a_blank_line_skips_showing_the_worked_answer_and_the_end_of_the_input_gives_the_score_so_far():
@@ -781,7 +801,7 @@ def test_a_blank_line_skips_showing_the_worked_answer_and_the_end_of_the_input_g
     transcript = quizzed(W2, ["", ""], "--seed", "1")
     assert transcript.count("  skipped; the worked answer:\n") == 2
     assert [f"    answer: {a}" for a in answers[:2]] == re.findall(r"^    answer: .*$", transcript, flags=re.M)
-    assert transcript.endswith("your answer: \nscore: 0/0\n")
+    assert transcript.endswith("your answer: \n" + SCORE.format(0, 0))
 
 
 def test_ctrl_c_prints_the_score_so_far_then_lets_the_interrupt_go_on():
@@ -802,7 +822,7 @@ def test_ctrl_c_prints_the_score_so_far_then_lets_the_interrupt_go_on():
 
             patch.setattr(builtins, "input", typed)
             W2.main(["--quiz", "--seed", "5"])
-    assert out.getvalue().endswith("your answer: \nscore: 2/2\n")
+    assert out.getvalue().endswith("your answer: \n" + SCORE.format(2, 2))
 
 
 def test_a_front_end_without_input_gets_one_line_instead_of_a_traceback():
@@ -1076,7 +1096,7 @@ def processes(request):
 
 def test_right_answers_on_stdin_score_all(processes):
     (code, out, err), n = processes["right"], processes.right
-    assert code == 0 and err == "" and "not right" not in out and out.endswith(f"score: {n}/{n}\n")
+    assert code == 0 and err == "" and "not right" not in out and out.endswith(SCORE.format(n, n))
 
 
 def test_wrong_and_unreadable_answers_then_q_print_the_score_then_stopped(processes):
@@ -1086,11 +1106,11 @@ def test_wrong_and_unreadable_answers_then_q_print_the_score_then_stopped(proces
     assert out.count("  write a shape, like [3, 6]\n") == 1
     assert out.count("  skipped; the worked answer:\n") == 1 and out.count("  not right") == 2
     assert "Once more, new numbers: question 1 of 2" in out  # the two missed kinds come back
-    assert out.count("  right: ") == 2 and out.endswith("your answer: q\nscore: 2/4\n")
+    assert out.count("  right: ") == 2 and out.endswith("your answer: q\n" + SCORE.format(2, 4))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
 def test_ctrl_c_in_a_real_terminal_process_prints_the_score_then_stopped(processes):
     code, shown, _ = processes["ctrl-c"]
     assert code in (130, -signal.SIGINT), shown
-    assert re.search(r"your answer: (\^C)?\nscore: 0/0\nstopped\n$", shown), shown[-200:]
+    assert re.search(r"your answer: (\^C)?\n" + re.escape(SCORE.format(0, 0)) + "stopped\n$", shown), shown[-200:]

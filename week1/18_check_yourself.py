@@ -28,7 +28,9 @@ from common.blocks import MultiHeadAttention, attention, join_heads, split_heads
 from common.cli import SEED, Lesson, knob
 from common.maths import softmax
 from common.quiz import (
+    QUIZ_HELP,
     ROUNDED,
+    SEED_HELP,
     Count,
     Decimals,
     Kind,
@@ -689,11 +691,8 @@ def lesson(args):
 # ---------------------------------------------------------------- optional: knobs and Try it
 
 TOPICS = [str(s) for s in SECTIONS]
-KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
-         knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
-              "unless --seed is given) and mark each answer; a question you miss comes back once at the end, with new "
-              "numbers, and counts in the score. The page's own numbers are not asked: the page prints their "
-              "answers (run with no flags to see them worked)"),
+KNOBS = [knob("--seed", type=SEED, default=None, help=SEED_HELP),
+         knob("--quiz", action="store_true", help=QUIZ_HELP),
          knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
               "again for more): "
               "1 the squeezed summary, 2 Bahdanau attention, 3 self-attention, 4 dividing by sqrt(d_k), "

@@ -29,6 +29,8 @@ from common.blocks import MultiHeadAttention, causal_mask, sinusoidal_pe
 from common.cli import SEED, Lesson, knob
 from common.printing import n_params
 from common.quiz import (
+    QUIZ_HELP,
+    SEED_HELP,
     Count,
     Kind,
     Mistake,
@@ -526,11 +528,8 @@ def lesson(args):
 # ---------------------------------------------------------------- optional: knobs and Try it
 
 TOPICS = [str(s) for s in SECTIONS]
-KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
-         knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
-              "unless --seed is given) and mark each answer; a question you miss comes back once at the end, with new "
-              "numbers, and counts in the score. The page's own numbers are not asked: the page prints their "
-              "answers (run with no flags to see them worked)"),
+KNOBS = [knob("--seed", type=SEED, default=None, help=SEED_HELP),
+         knob("--quiz", action="store_true", help=QUIZ_HELP),
          knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
               "again for more): "
               "1 teacher forcing, 2 the causal mask, 3 cross-attention, 4 the output layer and "
