@@ -34,6 +34,12 @@ import numpy as np
 TRIES = 50  # a missed kind's numbers are drawn again, up to this often, until they differ from the missed ones
 ROUNDED = 3  # decimals the page writes its weights and tanh values at, when it works a step by hand (0.881)
 NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"  # 3, -0.25, .5, 1.7e-4
+SCORE = "score: {}/{} answers right (a question asked again counts again; a skipped one does not)"
+SEED_HELP = "print the questions of this seed, each worked (no flags: the page's own questions, worked)"
+QUIZ_HELP = ("ask the questions one at a time on standard input and mark each answer: new numbers, or with --seed, "
+             "that seed's. A question you miss comes back once at the end, with new numbers. The score counts the "
+             "answers right of the answers marked: a question asked again counts again, a skipped one does not. The "
+             "page's own numbers are not asked: the page prints their answers (run with no flags to see them worked)")
 
 
 class Unreadable(ValueError):
@@ -136,7 +142,8 @@ class Vector:
     (0.881, 0.119) and 0.881, 0.119 read alike; `rows` > 0: a table of rows, [[-1, -1], [1, 1]]."""
     length: int
     places: int
-    whole: bool = True  # an exact whole number printed bare: [0.7311, 0.2689, 0, 0]
+    whole: bool = False  # an exact whole number printed bare, where the page writes one so: [0.7311, 0.2689, 0, 0]
+    # (else every number at `places` decimals, whole or not: [2.000, 2.255])
     rows: int = 0
 
     @property
@@ -163,11 +170,10 @@ class Vector:
 
 @dataclass(frozen=True)
 class Shape:
-    """A shape: [3, 6], (3, 6), 3 x 6 and 3, 6 read alike; `times`: printed [3 x 4], as the ELI5
-    page writes a grid. Another count of numbers than the question asks is asked again (or than
-    one of its known mistakes gives: that is a wrong answer, and named)."""
+    """A shape, printed [3, 6]: [3, 6], (3, 6), 3 x 6 and 3, 6 read alike. Another count of numbers
+    than the question asks is asked again (or than one of its known mistakes gives: that is a wrong
+    answer, and named)."""
     rank: int
-    times: bool = False
 
     @property
     def form(self):
@@ -183,7 +189,7 @@ class Shape:
         return found
 
     def show(self, shape):
-        return "[" + (" x " if self.times else ", ").join(map(str, shape)) + "]"
+        return "[" + ", ".join(map(str, shape)) + "]"
 
     def same(self, a, b):
         return list(a) == list(b)
@@ -216,10 +222,13 @@ class Tokens:
 @dataclass(frozen=True)
 class Mistake:
     """A mistake the page lists ("Mistakes people make"): what it does, in a few words ("forgetting
-    the shift"), the value its own formula gives on the question's numbers, and the page's words on it."""
+    the shift"), the value its own formula gives on the question's numbers, the page's words on it,
+    and `rounded`: what the same formula reaches with the numbers along the way at ROUNDED decimals,
+    as the page writes them (named too, as the question's `rounded` is right too)."""
     slip: str
     value: object
     page: str
+    rounded: object = None
 
     def said(self):
         return f"That is what {self.slip} gives, one of the page's mistakes: {quote(self.page)}"
@@ -263,28 +272,37 @@ class Kind:
     page: tuple
 
 
+def reaches(reader, value, exact, rounded):
+    """The value is `exact`, or `rounded` (the same steps with the numbers along the way at ROUNDED decimals)."""
+    return reader.same(value, exact) or (rounded is not None and reader.same(value, rounded))
+
+
 def right(question, value):
     """The value is the answer (or what the page's rounded steps reach), as the question's reader judges."""
-    same = question.reader.same
-    return same(value, question.answer) or (question.rounded is not None and same(value, question.rounded))
+    return reaches(question.reader, value, question.answer, question.rounded)
 
 
 def mark(question, text):
-    """(right, the known mistakes the answer equals) for the learner's `text`; Unreadable if it
-    is in no form the question takes."""
+    """(right, the known mistakes the answer equals, worked either way) for the learner's `text`;
+    Unreadable if it is in no form the question takes."""
     given = question.reader.read(text, [m.value for m in question.mistakes])
     if right(question, given):
         return True, []
-    return False, [m for m in question.mistakes if question.reader.same(given, m.value)]
+    return False, [m for m in question.mistakes if reaches(question.reader, given, m.value, m.rounded)]
+
+
+def gives_right(question, value):
+    """The value (None: none), or the value as printed, is right for the question's numbers."""
+    reader = question.reader
+    return value is not None and (right(question, value) or right(question, reader.read(reader.show(value), [value])))
 
 
 def asked(kind, numbers):
     """The kind's question on these numbers, listing only the mistakes that are mistakes here: one whose
-    value, or its value as printed, is right for these numbers is left out."""
+    value, or its value worked at ROUNDED decimals, is right for these numbers is left out."""
     question = kind.ask(**numbers)
-    reader = question.reader
     wrong = tuple(m for m in question.mistakes
-                  if not right(question, m.value) and not right(question, reader.read(reader.show(m.value), [m.value])))
+                  if not gives_right(question, m.value) and not gives_right(question, m.rounded))
     return Question(**{**question.__dict__, "mistakes": wrong, "numbers": numbers})
 
 
@@ -362,7 +380,7 @@ def print_page(title, sections, kinds):
     for each: the page's formula, worked step by step, reaches the answer the blocks compute."""
     print(title)
     print("The page's questions with the page's numbers, each with its worked answer")
-    print("(--seed N asks them with new numbers; --quiz asks you, one at a time)")
+    print("(--seed N: the questions of seed N, worked; --quiz: asked one at a time, new numbers or seed N's)")
     reached, n, section = 0, 0, None
     for _, kind in kinds:
         for where, numbers in kind.page:
@@ -400,7 +418,7 @@ def no_input_here(error):
 
 def quiz(title, script, kinds, seed, replay):
     """Ask each question on standard input, one at a time, in the order `--seed seed` prints
-    them, then once more, with new numbers, each kind missed; end with `score: K/N`.
+    them, then once more, with new numbers, each kind missed; end with the score line, SCORE.
     A blank line skips (the worked answer shown); `q` stops (the score, then `stopped`); so does the end of the input
     (the score); Ctrl-C (or a notebook's Interrupt) prints the score, then run() says `stopped`.
     An answer in no form the question takes is asked again, and not counted."""
@@ -423,7 +441,7 @@ def quiz(title, script, kinds, seed, replay):
                     if echo:  # typed into a pipe or a file: the transcript shows the answer as a terminal would
                         print(text)
                     if text.lower() in ("q", "quit"):
-                        print(f"score: {score}/{marked}")
+                        print(SCORE.format(score, marked))
                         sys.stdout.flush()
                         print("stopped", file=sys.stderr)
                         return
@@ -456,7 +474,7 @@ def quiz(title, script, kinds, seed, replay):
     except EOFError:
         print()
     except KeyboardInterrupt:
-        print(f"\nscore: {score}/{marked}")
+        print("\n" + SCORE.format(score, marked))
         sys.stdout.flush()
         raise
     except Exception as error:
@@ -465,7 +483,7 @@ def quiz(title, script, kinds, seed, replay):
         print(f"\nThis notebook's front end cannot send typed answers to the kernel (input()): run the quiz in "
               f"JupyterLab, Notebook 7, VS Code or Colab, or in a terminal: {command(script)} --quiz")
         return
-    print(f"score: {score}/{marked}")
+    print(SCORE.format(score, marked))
 
 
 def check_yourself(args, script, title, sections, kinds):

@@ -45,12 +45,13 @@ LESSONS = {"week1/18_check_yourself": W1, "week2/21_check_yourself": W2}
 KINDS = [(module, place, kind) for module in LESSONS.values() for place, kind in enumerate(module.KINDS)]
 SEEDS = range(20)  # per kind: a few milliseconds each
 UPHOLDS, CONTRADICTS = "upholds the page", "contradicts the page"
+SCORE = "score: {}/{} answers right (a question asked again counts again; a skipped one does not)\n"
 
 # The page's answers, as the page writes them (and the quiz shows them), question by question in page order.
 PAGE_ANSWERS = {
     W1: ["[8]", "[0.881, 0.119]", "1.93", "[[0.670, 0.330], [0.330, 0.670]]", "[0.5, 1]", "[0.731, 0.269]", "1.00",
          "512", "[512, 512]", "[4, 6]", "589,824", "[50, 512]", "6400", "3,152,384", "18,914,304", "32,768", "1,152",
-         "[3 x 4]"],
+         "[3, 4]"],
     W2: ["[0, 1, 2, 3]", "[BOS, A, B]", "B", "6", "10", "[0.7311, 0.2689, 0, 0]", "[2, 4, 3, 5]", "[3, 6]",
          "18,944,000", "18,981,000", "260", "4,204,032", "25,224,192", "[0.8415, 0.5403, 0.0100, 1.0000]",
          "[0, 1, 0, 1]", "[-1.2247, 0, 1.2247]", "[[-1, -1], [1, 1]]", "[[-1, 1], [-1, 1]]",
@@ -336,6 +337,31 @@ MISTAKES = {
 }
 
 
+def at_3(x):
+    return torch.round(x, decimals=3)
+
+
+def page_attention(q, k, v, scale=None, dim=-1):
+    """softmax(Q K^T scale) V by torch, the scores and the weights written at 3 decimals along the way, as the
+    page works by hand (0.881): a mistake's formula worked the page's way."""
+    Q, K = as64(q), as64(k)
+    scale = 1 / math.sqrt(Q.shape[-1]) if scale is None else scale
+    return (at_3(torch.softmax(at_3(Q @ K.T * scale), dim)) @ as64(v)).tolist()
+
+
+# Each mistake that writes numbers along the way, worked with them at 3 decimals, another way here
+ROUNDED_MISTAKES = {
+    "identity_self_attention": lambda X: {
+        "not dividing by sqrt(d_k)": page_attention(X, X, X, scale=1.0),
+        "dividing by d_k instead of sqrt(d_k)": page_attention(X, X, X, scale=1 / 2),
+        "taking the softmax over the queries": page_attention(X, X, X, dim=0)},
+    "weighted_values": lambda q, K, V: {
+        "summing the keys instead of the values": page_attention([q], K, K)[0],
+        "taking the softmax over the queries": page_attention([q], K, V, dim=0)[0],
+        "not dividing by sqrt(d_k)": page_attention([q], K, V, scale=1.0)[0]},
+}
+
+
 def test_every_kind_has_its_own_computation_here():
     assert sorted(INDEPENDENT) == sorted(MISTAKES) == sorted(kind.ask.__name__ for _, _, kind in KINDS)
 
@@ -371,6 +397,18 @@ def test_over_many_seeds_each_named_mistake_is_what_another_computation_of_it_gi
             values = value if isinstance(value, OneOf) else [value]
             assert any(question.reader.same(mistake.value, v) for v in values), (seed, mistake.slip, mistake.value,
                                                                                value)
+
+
+@pytest.mark.parametrize(("module", "place", "kind"), KINDS, ids=[k.ask.__name__ for _, _, k in KINDS])
+def test_over_many_seeds_a_mistake_worked_at_3_decimals_is_what_torch_gives_with_its_numbers_written_so(module, place,
+                                                                                                     kind):
+    for seed in SEEDS:
+        question = drawn(place, kind, seed)
+        expected = ROUNDED_MISTAKES.get(kind.ask.__name__, lambda **numbers: {})(**question.numbers)
+        worked = {m.slip: m.rounded for m in question.mistakes if m.rounded is not None}
+        assert set(worked) == {m.slip for m in question.mistakes} & set(expected), seed
+        for slip, value in worked.items():
+            assert question.reader.same(value, expected[slip]), (seed, slip, value, expected[slip])
 
 
 def test_a_worked_step_written_at_3_decimals_can_print_another_value_so_the_steps_carry_more():
@@ -412,11 +450,13 @@ def test_each_named_mistake_is_recognised_and_another_wrong_answer_is_not_named(
         question = drawn(place, kind, seed)
         reader = question.reader
         for mistake in question.mistakes:
-            ok, said = quiz.mark(question, reader.show(mistake.value))
-            assert not ok and mistake in said, (seed, mistake.slip)
+            for value in (mistake.value, mistake.rounded):  # exactly, and worked at 3 decimals along the way
+                if value is not None:
+                    ok, said = quiz.mark(question, reader.show(value))
+                    assert not ok and mistake in said, (seed, mistake.slip, value)
             named.add(mistake.slip)
         other = off_by_one(reader, question.answer)
-        if not any(reader.same(other, m.value) for m in question.mistakes):
+        if not any(quiz.reaches(reader, other, m.value, m.rounded) for m in question.mistakes):
             ok, said = quiz.mark(question, reader.show(other))
             assert not ok and said == [], (seed, reader.show(other))
     listed = {m.slip for seed in SEEDS for m in drawn(place, kind, seed).mistakes}
@@ -461,12 +501,39 @@ def test_a_wrong_answer_a_mistake_gives_is_named_in_the_quiz_before_its_worked_s
     assert set(by_slip) == {"blocking all T^2 cells", "blocking the diagonal too"}
 
 
+def test_a_mistake_worked_the_pages_way_at_3_decimals_is_named_as_the_right_answer_so_worked_is_right():
+    """Seed 23's one query: the keys summed with the weights as the page writes them, [0.503, 0.248, 0.248],
+    give [-0.255, -0.751]; exactly, [-0.2552, -0.7518]. Both are named; the answer is right either way."""
+    place = next(place for place, kind in enumerate(W1.KINDS) if kind.ask.__name__ == "weighted_values")
+    question = drawn_at("week1/18_check_yourself", place, 23)
+    assert question.numbers == {"q": [-1, 1], "K": [[-1, -1], [1, 0], [0, -1]], "V": [[2, 3], [1, 1], [3, 2]]}
+    assert "weights: softmax over the 3 keys = [0.5035, 0.2483, 0.2483]" in quiz.worked(question)
+    for typed in ("[-0.255, -0.751]", "[-0.255, -0.752]"):
+        ok, named = quiz.mark(question, typed)
+        assert not ok and [m.slip for m in named] == ["summing the keys instead of the values"], typed
+    assert quiz.mark(question, "[1.998, 2.253]") == (True, []) and quiz.mark(question, "[2.000, 2.255]") == (True, [])
+
+
+def test_a_count_slip_quotes_the_pages_rule_for_the_numbers_it_left_out():
+    """Week 2's decoder count: leaving out LayerNorm's numbers quotes the page's three LayerNorms (6d), not its
+    "With biases, ..." (a question may count no biases); leaving out the biases quotes "With biases, ..."."""
+    kind = next(kind for kind in W2.KINDS if kind.ask.__name__ == "decoder_parameters")
+    quoted = {}
+    for convention in W2.CONVENTIONS:
+        for m in quiz.asked(kind, {"d": 8, "f": 16, "layers": 1, "convention": convention}).mistakes:
+            quoted.setdefault(m.slip, set()).add(m.page)
+    assert quoted["leaving out LayerNorm's numbers"] == {"a decoder layer has ... three LayerNorms (6d)"}
+    (biases,) = quoted["leaving out the biases"]
+    assert biases.startswith("With biases, one full-width attention block has 4d^2+4d parameters")
+    assert "LayerNorm" not in biases
+
+
 # ---------------------------------------------------------------- reading the answers
 
 @pytest.mark.parametrize(("reader", "texts", "value"), [
     (quiz.Count(), ["3,152,384", "3 152 384", "3152384", " 3,152,384 "], 3_152_384),
     (quiz.Shape(2), ["[3, 6]", "(3, 6)", "3 x 6", "3x6", "3 × 6", "3, 6"], [3, 6]),
-    (quiz.Shape(2, times=True), ["[3 x 4]", "[3, 4]"], [3, 4]),
+    (quiz.Shape(2), ["[3 x 4]", "[3, 4]"], [3, 4]),  # (the ELI5 page's grid, [3 × 4], read too)
     (quiz.Vector(2, 3), ["[0.881, 0.119]", "(0.881, 0.119)", "0.881, 0.119", "0.881 0.119", "[0.8808, .1192]"],
      [0.8807970779778823, 0.11920292202211755]),
     (quiz.Vector(2, 0, rows=2), ["[[-1, -1], [1, 1]]", "-1 -1 1 1", "((-1, -1), (1, 1))"], [[-1, -1], [1, 1]]),
@@ -527,6 +594,80 @@ def test_a_whole_answer_prints_bare_even_through_float_rounding_and_a_rounded_on
     assert quiz.number(0.99995, 4, whole=True) == "1.0000"  # cos(0.01), as the page's PE(1) writes it
 
 
+def questions_and_retries(seeds):
+    """(kind, question) for the page's numbers, each seed's first draws and the draws a missed kind comes back with."""
+    for module in LESSONS.values():
+        chosen = list(enumerate(module.KINDS))
+        yield from ((kind, question) for kind, _, question in page_questions(module))
+        for seed in seeds:
+            first = quiz.seeded(chosen, seed)
+            yield from first
+            yield from quiz.seeded(chosen, seed, {kind.name: question for kind, question in first})
+
+
+def test_an_answer_at_k_decimals_writes_every_number_at_k_unless_all_are_whole_or_the_page_writes_a_0():
+    """Seed 23: [2.000, 2.255], not [2, 2.255] (the one query); its identity projections asked again:
+    [[0.670, -1.000], [0.500, -1.000]]. A whole number is bare only when every number is ([0, 1, 0, 1], [5, 1]),
+    or the decimals write every number exactly (the page's z = [0.5, 1]), or it is an exact 0 where the page
+    writes one so (a masked weight, a centred value: [0.7311, 0.2689, 0, 0], [-1.2247, 0, 1.2247])."""
+    seen = set()
+    for kind, question in questions_and_retries(range(30)):
+        reader = question.reader
+        if not isinstance(reader, quiz.Vector) or reader.places == 0:
+            continue
+        shown = re.findall(quiz.NUMBER, reader.show(question.answer))
+        values = quiz._flat(question.answer)
+        exact = all(abs(x * 10 ** reader.places - round(x * 10 ** reader.places)) < 1e-9 for x in values)
+        for text in shown:
+            if "." in text:
+                assert len(text.split(".")[1]) == reader.places, (kind.name, shown)
+            else:
+                seen.add(text)
+                assert all("." not in t for t in shown) or exact or text == "0", (kind.name, shown)
+    assert {"0", "1", "-1"} <= seen
+
+
+def test_every_shape_is_printed_in_one_form():
+    """[13, 64] and the ELI5 block's [4, 8] alike (its steps name the page's [4 x 8] grid once)."""
+    forms = set()
+    for kind, question in questions_and_retries(range(5)):
+        if isinstance(question.reader, quiz.Shape):
+            shown = question.reader.show(question.answer)
+            assert re.fullmatch(r"\[\d+(, \d+)*\]", shown), (kind.name, shown)
+            forms.add(kind.ask.__name__)
+    assert "block_stage_shape" in forms
+
+
+def test_the_eli5_blocks_question_names_its_page():
+    asked = [question for kind, question in questions_and_retries(range(5)) if kind.section == "eli5"]
+    assert len(asked) == 11 and all('the ELI5 page "One block: mix, then think"' in q.text for q in asked)
+
+
+def test_the_wording_is_one_throughout():
+    """W^O and W^Q as the pages' sections write them (not W_O); a count of one in the singular (B = 1 sentence,
+    h = 1 head)."""
+    for kind, question in questions_and_retries(range(20)):
+        words = " ".join([kind.name, question.text, *question.steps, *(m.slip for m in question.mistakes)])
+        assert "W_O" not in words and "W_Q" not in words, kind.name
+        assert not re.search(r"(?<![\d.,])1 (sentences|heads|tokens|words|layers|keys|values|rows)\b", words), words
+    for module in LESSONS.values():
+        assert not [where for _, where, _ in page_questions(module) if "W_O" in where or "W_Q" in where]
+    one = " ".join(W1.score_entries(1, 1, 21).text.split())
+    assert "a batch of B = 1 sentence of T = 21 tokens, with h = 1 head." in one
+
+
+@pytest.mark.parametrize("T", range(3, 13))
+def test_a_masks_rows_are_each_written_or_the_dots_stand_for_rows_left_out(T):
+    first = W2.blocked_cells(T).steps[0]
+    rows = [int(r) for r in re.findall(r"row (\d+)", first)]
+    assert rows[0] == 1 and rows[-1] == T and rows == sorted(rows)
+    if "..." in first:
+        before, after = (int(r) for r in re.search(r"row (\d+) blocks \d+, \.\.\., row (\d+)", first).groups())
+        assert after - before > 1, first
+    else:
+        assert rows == list(range(1, T + 1)), first
+
+
 def test_one_heads_table_names_no_batch_or_width_the_question_does_not_give():
     (question,) = [q for _, where, q in page_questions(W2) if where == "Check yourself 3: one head's weight table"]
     assert "[B, T, d]" not in quiz.worked(question) and "16" not in quiz.worked(question)
@@ -581,7 +722,7 @@ def test_quiz_seed_asks_what_seed_prints_in_that_order_and_right_answers_score_a
     transcript = quizzed(module, answers, "--seed", "11")
     assert printed_questions(transcript, True) == printed_questions(printed, False)
     assert transcript.count("  right: ") == len(answers) and "not right" not in transcript
-    assert transcript.endswith(f"score: {len(answers)}/{len(answers)}\n")
+    assert transcript.endswith(SCORE.format(len(answers), len(answers)))
 
 
 @pytest.mark.parametrize("module", LESSONS.values(), ids=LESSONS)
@@ -597,11 +738,30 @@ def test_seed_n_prints_the_numbers_drawn_from_n_and_another_seed_prints_others(m
     assert sum(a != b for a, b in zip(printed_by[3], printed_by[11], strict=True)) >= len(module.KINDS) - 2
 
 
-def test_the_help_says_a_missed_question_comes_back_and_why_the_pages_numbers_are_not_asked():
+def test_the_help_says_what_each_way_of_running_asks_and_what_the_score_counts():
+    """No flags: the page's questions, worked; --seed N: seed N's, worked; --quiz: asked, new numbers or seed N's."""
     for module in LESSONS.values():
         text = " ".join(module.LESSON.parser().format_help().split())
-        assert "a question you miss comes back once at the end, with new numbers, and counts in the score" in text
-        assert "The page's own numbers are not asked: the page prints their answers" in text
+        assert ("--seed SEED print the questions of this seed, each worked (no flags: the page's own questions, "
+                "worked)") in text
+        assert ("--quiz ask the questions one at a time on standard input and mark each answer: new numbers, or with "
+                "--seed, that seed's. A question you miss comes back once at the end, with new numbers. The score "
+                "counts the answers right of the answers marked: a question asked again counts again, a skipped one "
+                "does not. The page's own numbers are not asked: the page prints their answers") in text
+        assert "unless --seed" not in text
+
+
+def test_the_score_counts_answers_right_of_answers_marked_a_question_asked_again_again_a_skipped_one_not():
+    """Section 5 at seed 5: a wrong answer, a skip, two right; the missed kind again, right: 3 of 4 answers right."""
+    fifth = [(place, kind) for place, kind in enumerate(W1.KINDS) if kind.section == 5]
+    first = quiz.seeded(fifth, 5)
+    (_, again), = quiz.seeded(fifth, 5, {first[0][0].name: first[0][1]})
+    shown = [q.reader.show(q.answer) for _, q in first]
+    typed = [q.reader.show(off_by_one(q.reader, q.answer)) for _, q in first[:1]] + ["", *shown[2:]]
+    transcript = quizzed(W1, [*typed, again.reader.show(again.answer)], "--seed", "5", "--topic", "5")
+    assert transcript.count("  right: ") == 3 and transcript.count("  skipped; the worked answer:") == 1
+    assert transcript.endswith("score: 3/4 answers right (a question asked again counts again; a skipped one does "
+                               "not)\n")
 
 
 def test_a_missed_kind_comes_back_once_with_new_numbers_before_the_end():
@@ -614,7 +774,7 @@ def test_a_missed_kind_comes_back_once_with_new_numbers_before_the_end():
     asked = printed_questions(transcript, True)
     assert len(asked) == 2 * len(chosen) and transcript.count("Once more, new numbers: question") == len(chosen)
     assert all(first != later for first, later in zip(asked[:len(chosen)], asked[len(chosen):], strict=True))
-    assert transcript.endswith(f"score: 0/{2 * len(chosen)}\n")  # each came back once, and no more
+    assert transcript.endswith(SCORE.format(0, 2 * len(chosen)))  # each came back once, and no more
 
 
 def test_wrong_answers_are_marked_with_the_worked_steps_and_score_0():
@@ -622,7 +782,7 @@ def test_wrong_answers_are_marked_with_the_worked_steps_and_score_0():
     wrong = [str(int(a.replace(",", "")) + 1) for a in answers]
     transcript = quizzed(W1, wrong + wrong, "--seed", "2", "--topic", "7")
     assert transcript.count("not right") == 2 * len(answers) and transcript.count("    answer: ") == 2 * len(answers)
-    assert transcript.endswith(f"score: 0/{2 * len(answers)}\n")
+    assert transcript.endswith(SCORE.format(0, 2 * len(answers)))
 
 
 def test_unreadable_answers_are_asked_again_and_not_counted():
@@ -631,9 +791,9 @@ def test_unreadable_answers_are_asked_again_and_not_counted():
     transcript = quizzed(W2, ["[3, 6, 1]", "three by six", answers[0]], "--seed", "3", "--topic", "3")
     assert transcript.count("your answer: ") == 3
     assert re.findall(r"^  write (.*)$", transcript, flags=re.M) == [question.reader.form] * 2
-    assert transcript.endswith("score: 1/1\n")
+    assert transcript.endswith(SCORE.format(1, 1))
     counted = quizzed(W1, ["lots", "3,152,384", ""], "--seed", "2", "--topic", "7")
-    assert "  write a whole number, like 3,152,384\n" in counted and "score: 0/1\n" in counted
+    assert "  write a whole number, like 3,152,384\n" in counted and SCORE.format(0, 1) in counted
 
 
 def test_a_blank_line_skips_showing_the_worked_answer_and_the_end_of_the_input_gives_the_score_so_far():
@@ -641,7 +801,7 @@ def test_a_blank_line_skips_showing_the_worked_answer_and_the_end_of_the_input_g
     transcript = quizzed(W2, ["", ""], "--seed", "1")
     assert transcript.count("  skipped; the worked answer:\n") == 2
     assert [f"    answer: {a}" for a in answers[:2]] == re.findall(r"^    answer: .*$", transcript, flags=re.M)
-    assert transcript.endswith("your answer: \nscore: 0/0\n")
+    assert transcript.endswith("your answer: \n" + SCORE.format(0, 0))
 
 
 def test_ctrl_c_prints_the_score_so_far_then_lets_the_interrupt_go_on():
@@ -662,7 +822,7 @@ def test_ctrl_c_prints_the_score_so_far_then_lets_the_interrupt_go_on():
 
             patch.setattr(builtins, "input", typed)
             W2.main(["--quiz", "--seed", "5"])
-    assert out.getvalue().endswith("your answer: \nscore: 2/2\n")
+    assert out.getvalue().endswith("your answer: \n" + SCORE.format(2, 2))
 
 
 def test_a_front_end_without_input_gets_one_line_instead_of_a_traceback():
@@ -766,7 +926,7 @@ FLIPS = [  # (module, topic, the name replaced and its wrong version, the page q
     (W1, "5", {"join_heads": lambda Z: torch.cat([Z[:, :1]] * Z.shape[1], 1).transpose(1, 2).flatten(2)},
      {"Section 5's W^O example"}),
     (W1, "5", {"nn": wrong_nn(MultiheadAttention=lambda d, h, **o: with_out(d, h))},
-     {"Section 5, 2025 T3 Quiz 1, Q191: the weights in W_O"}),
+     {"Section 5, 2025 T3 Quiz 1, Q191: the weights in W^O"}),
     (W1, "6", {"nn": wrong_nn(TransformerEncoder=last_token_encoder)},
      {"Section 6's hand-checkable example and 2026 T1 Quiz 1, Q4"}),
     (W1, "6", {"nn": wrong_nn(TransformerEncoderLayer=FirstTokenLayer)},
@@ -775,7 +935,7 @@ FLIPS = [  # (module, topic, the name replaced and its wrong version, the page q
     (W1, "7", {"encoder_stack": lambda d, f, layers: nn.TransformerEncoderLayer(d, 1, f, bias=False, device="meta")},
      {"Section 7's worked example and Check yourself 5", "Section 7: six layers"}),
     (W1, "7", {"split_heads": lambda x, h: x[:, None].expand(-1, h, -1, -1)},
-     {"Section 7's small counts: one head's W_Q"}),
+     {"Section 7's small counts: one head's W^Q"}),
     (W1, "7", {"MultiHeadAttention": AveragedHeads}, {"Section 7's small counts: score entries"}),
     (W1, "eli5", {"stages": folded_twice}, {"ELI5 Part 3: the shape never changes"}),
     (W2, "1", {"training_example": lambda target, bos: (list(target), list(target))},
@@ -936,7 +1096,7 @@ def processes(request):
 
 def test_right_answers_on_stdin_score_all(processes):
     (code, out, err), n = processes["right"], processes.right
-    assert code == 0 and err == "" and "not right" not in out and out.endswith(f"score: {n}/{n}\n")
+    assert code == 0 and err == "" and "not right" not in out and out.endswith(SCORE.format(n, n))
 
 
 def test_wrong_and_unreadable_answers_then_q_print_the_score_then_stopped(processes):
@@ -946,11 +1106,11 @@ def test_wrong_and_unreadable_answers_then_q_print_the_score_then_stopped(proces
     assert out.count("  write a shape, like [3, 6]\n") == 1
     assert out.count("  skipped; the worked answer:\n") == 1 and out.count("  not right") == 2
     assert "Once more, new numbers: question 1 of 2" in out  # the two missed kinds come back
-    assert out.count("  right: ") == 2 and out.endswith("your answer: q\nscore: 2/4\n")
+    assert out.count("  right: ") == 2 and out.endswith("your answer: q\n" + SCORE.format(2, 4))
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no pseudo-terminals on Windows")
 def test_ctrl_c_in_a_real_terminal_process_prints_the_score_then_stopped(processes):
     code, shown, _ = processes["ctrl-c"]
     assert code in (130, -signal.SIGINT), shown
-    assert re.search(r"your answer: (\^C)?\nscore: 0/0\nstopped\n$", shown), shown[-200:]
+    assert re.search(r"your answer: (\^C)?\n" + re.escape(SCORE.format(0, 0)) + "stopped\n$", shown), shown[-200:]

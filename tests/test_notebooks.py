@@ -493,4 +493,5 @@ def test_in_a_kernel_the_quiz_reads_input_and_interrupt_ends_it_with_the_score_t
         kc.stop_channels()
         km.shutdown_kernel(now=True)
     assert asked == 2 and streams["stdout"].count("  right: ") == 1, streams
-    assert streams["stdout"].endswith("score: 1/1\n") and streams["stderr"] == "stopped\n", streams
+    assert streams["stdout"].endswith("score: 1/1 answers right (a question asked again counts again; a skipped one "
+                                      "does not)\n") and streams["stderr"] == "stopped\n", streams

@@ -28,7 +28,9 @@ from common.blocks import MultiHeadAttention, attention, join_heads, split_heads
 from common.cli import SEED, Lesson, knob
 from common.maths import softmax
 from common.quiz import (
+    QUIZ_HELP,
     ROUNDED,
+    SEED_HELP,
     Count,
     Decimals,
     Kind,
@@ -138,7 +140,7 @@ def bahdanau_context(e, H):
         "What is the context c_t? (3 decimals)",
         (f"alpha_i = e^(e_i) / sum_j e^(e_j) = [{', '.join(exps)}] / ({' + '.join(exps)}) = {listed(alpha, k)}",
          f"c_t = sum_i alpha_i h_i = {' + '.join(f'{a:.{k}f} {listed(h)}' for a, h in zip(alpha, H, strict=True))} "
-         f"= {listed(context(k), 3)}"),
+         f"= {reader.show(context(k))}"),
         c[0].tolist(), reader,
         (Slip("using the scores as weights (no softmax)", (tensor(e) @ tensor(H)).tolist(),
               "alpha_ti are the weights from softmax: positive, summing to 1, like percentages of attention."),),
@@ -211,6 +213,16 @@ def by_hand_attention(q_rows, k_rows, v_rows, divide=math.sqrt, over_keys=True, 
     return S, A, to_values(A, v_rows)
 
 
+def not_scaled(d_k):
+    """The slip's divisor: 1 (no sqrt(d_k))."""
+    return 1
+
+
+def by_d_k(d_k):
+    """The slip's divisor: d_k itself."""
+    return d_k
+
+
 def identity_self_attention(X):
     """Q = K = V = X (W^Q = W^K = W^V = I); Z = softmax(Q K^T / sqrt(d_k)) V."""
     Xt = tensor(X)  # [2, 2]: one token per row
@@ -219,8 +231,12 @@ def identity_self_attention(X):
     k = fewest(ROUNDED, lambda k: by_hand_attention(X, X, X, k=k)[2], Z, 3)
     S, A, reached = by_hand_attention(X, X, X, k=k)
     raw = [[sum(a * b for a, b in zip(x, y, strict=True)) for y in X] for x in X]
+
+    def z(k=None, **slip):  # Z by hand (with a slip), exact or with the numbers along the way at k decimals
+        return by_hand_attention(X, X, X, k=k, **slip)[2]
     rows = " and ".join(f"z_{i} = {' + '.join(f'{float(a):.{k}f} {listed(x)}' for a, x in zip(row, X, strict=True))} "
-                        f"= {listed(z, 3)}" for i, (row, z) in enumerate(zip(A, reached, strict=True), start=1))
+                        f"= {listed(z, 3, whole=False)}" for i, (row, z) in enumerate(zip(A, reached, strict=True),
+                                                                                   start=1))
     return Question(
         f"Two tokens X = {listed(X)} (one per row), W^Q = W^K = W^V = I, so d_k = 2. What are "
         "their new vectors Z = softmax(Q K^T / sqrt(d_k)) V, row by row? (3 decimals)",
@@ -228,11 +244,11 @@ def identity_self_attention(X):
          f"divided by sqrt(d_k) = sqrt(2): {listed(S, k)}",
          f"softmax over the keys, row by row: A = {listed(A, k)}", rows),
         Z.tolist(), reader,
-        (Slip("not dividing by sqrt(d_k)", by_hand_attention(X, X, X, divide=lambda d_k: 1)[2], SCALING),
-         Slip("dividing by d_k instead of sqrt(d_k)", by_hand_attention(X, X, X, divide=lambda d_k: d_k)[2], SCALING),
-         Mistake("taking the softmax over the queries", by_hand_attention(X, X, X, over_keys=False)[2],
-                 "Softmax runs over the keys for each query, not over queries.")),
-        reached, by_hand_attention(X, X, X, k=ROUNDED)[2])
+        (Slip("not dividing by sqrt(d_k)", z(divide=not_scaled), SCALING, z(ROUNDED, divide=not_scaled)),
+         Slip("dividing by d_k instead of sqrt(d_k)", z(divide=by_d_k), SCALING, z(ROUNDED, divide=by_d_k)),
+         Mistake("taking the softmax over the queries", z(over_keys=False),
+                 "Softmax runs over the keys for each query, not over queries.", z(ROUNDED, over_keys=False))),
+        reached, z(ROUNDED))
 
 
 def draw_query(rng):
@@ -243,11 +259,15 @@ def draw_query(rng):
 
 def weighted_values(q, K, V):
     """One query: z = sum_j alpha_j v_j, alpha = softmax_j(q . k_j / sqrt(d_k)): a sum of values, not keys."""
-    z, _ = attention(tensor([q]), tensor(K), tensor(V))  # [1, d_v]
+    out, _ = attention(tensor([q]), tensor(K), tensor(V))  # [1, d_v]
     _, (A,), _ = by_hand_attention([q], K, V)
-    places = places_for([*A, *z[0].tolist()])  # the question's decimals: the fewest that write the weights and z
-    reader = Vector(len(V[0]), places)
-    k = fewest(places, lambda k: by_hand_attention([q], K, V, k=k)[2][0], z[0], places)
+
+    def z(values, k=None, **slip):  # sum_j alpha_j values_j by hand (with a slip), exact or worked at k decimals
+        return by_hand_attention([q], K, values, k=k, **slip)[2][0]
+
+    places = places_for([*A, *out[0].tolist()])  # the question's decimals: the fewest that write the weights and z
+    reader = Vector(len(V[0]), places, whole=places < 3)  # exact: a whole number bare, as the page's z = [0.5, 1]
+    k = fewest(places, lambda k: z(V, k), out[0], places)
     (S,), (A_k,), (reached,) = by_hand_attention([q], K, V, k=k)
     d_k, n = len(q), len(K)
     keys = ", ".join(f"k_{j} = {listed(key)}" for j, key in enumerate(K, start=1))
@@ -259,13 +279,13 @@ def weighted_values(q, K, V):
          f"weights: softmax over the {n} keys = {listed(A_k, k)}",
          f"z = {' + '.join(f'{float(a):.{k}f} {listed(v)}' for a, v in zip(A_k, V, strict=True))} "
          f"= {reader.show(reached)}"),
-        z[0].tolist(), reader,
-        (Mistake("summing the keys instead of the values", to_values([A], K)[0],
-                 "The weighted sum is over values, not keys."),
-         Mistake("taking the softmax over the queries", by_hand_attention([q], K, V, over_keys=False)[2][0],
-                 "Softmax runs over the keys for each query, not over queries."),
-         Slip("not dividing by sqrt(d_k)", by_hand_attention([q], K, V, divide=lambda d_k: 1)[2][0], SCALING)),
-        reached, by_hand_attention([q], K, V, k=ROUNDED)[2][0] if places == 3 else None)
+        out[0].tolist(), reader,
+        (Mistake("summing the keys instead of the values", z(K), "The weighted sum is over values, not keys.",
+                 z(K, ROUNDED)),
+         Mistake("taking the softmax over the queries", z(V, over_keys=False),
+                 "Softmax runs over the keys for each query, not over queries.", z(V, ROUNDED, over_keys=False)),
+         Slip("not dividing by sqrt(d_k)", z(V, divide=not_scaled), SCALING, z(V, ROUNDED, divide=not_scaled))),
+        reached, z(V, ROUNDED) if places == 3 else None)
 
 
 # ---------------------------------------------------------------- 4. Why divide by sqrt(d_k)
@@ -287,14 +307,15 @@ def scaled_softmax(d_k, raw):
     scaled = [x / math.sqrt(d_k) for x in raw]
     powers = [math.exp(x) for x in scaled]
     reached = [p / sum(powers) for p in powers]
+    reader = Vector(len(raw), 3)
     return Question(
         f"d_k = {d_k} and the raw scores q . k are {listed(raw)}. What are the attention weights of scaled "
         "dot-product attention? (3 decimals)",
         (f"without scaling, softmax({listed(raw)}) = {listed(unscaled, 4)}"
          + (": practically one-hot" if unscaled.max() > 0.99 else ""),
          f"scaled: {listed(raw)} / sqrt({d_k}) = {listed(scaled, 3)}",
-         f"softmax({listed(scaled, 3)}) = {listed(reached, 3)}"),
-        A[0].tolist(), Vector(len(raw), 3),
+         f"softmax({listed(scaled, 3)}) = {reader.show(reached)}"),
+        A[0].tolist(), reader,
         (Slip("not dividing by sqrt(d_k)", unscaled.tolist(), SCALING),
          Slip("dividing by d_k instead of sqrt(d_k)", softmax(np.array(raw, dtype=float) / d_k).tolist(), SCALING)),
         reached)
@@ -394,11 +415,11 @@ MORE_HEADS = ("More heads do not automatically mean more weights. With head widt
 
 
 def output_weights(d_model, h):
-    """Q191's form: the weights in W_O, d_model^2 whatever h."""
+    """Q191's form: the weights in W^O, d_model^2 whatever h."""
     return Question(
-        f"Multi-head attention with d_model = {d_model} and h = {h} heads. How many weights does W_O hold (weights "
+        f"Multi-head attention with d_model = {d_model} and h = {h} heads. How many weights does W^O hold (weights "
         "only, no bias)?",
-        (f"W_O is [h d_k, d_model] = [{d_model}, {d_model}] (d_k = d_model/h = {d_model // h})",
+        (f"W^O is [h d_k, d_model] = [{d_model}, {d_model}] (d_k = d_model/h = {d_model // h})",
          f"{d_model}^2 = {d_model ** 2:,}: h does not enter, as h d_k = d_model"),
         nn.MultiheadAttention(d_model, h, device="meta").out_proj.weight.numel(), Count(),
         (Slip("counting its bias too", d_model ** 2 + d_model, "(Count what the question includes: W^O, biases.)"),
@@ -479,12 +500,12 @@ def counted(model, kinds, leave_out=()):
 
 def count_slips(model, convention, counts_it, leaves_it_out):
     """The slips of a count under its convention, each computed on the model: leaving out a kind of number
-    the question counts (against the page's rule `counts_it`), or counting one it leaves out (the page's
-    mistake `leaves_it_out`; the library's total, when that is every kind it leaves out)."""
+    the question counts (against the page's rule for it, `counts_it[kind]`), or counting one it leaves out
+    (the page's mistake `leaves_it_out`; the library's total, when that is every kind it leaves out)."""
     kinds = CONVENTIONS[convention]
     out = [kind for kind in (BIASES, NORMS) if kind not in kinds]
     extra = [(kind,) for kind in out] * (len(out) > 1) + [tuple(out)] * (len(out) > 0)  # the kinds counted in error
-    return ([Slip(f"leaving out {NAMES[kind]}", counted(model, kinds, leave_out=(kind,)), counts_it)
+    return ([Slip(f"leaving out {NAMES[kind]}", counted(model, kinds, leave_out=(kind,)), counts_it[kind])
              for kind in (BIASES, NORMS) if kind in kinds]
             + [Mistake("using the library's total" if len(more) == len(out) else
                        f"counting {NAMES[more[0]]} the question leaves out", counted(model, (*kinds, *more)),
@@ -522,7 +543,7 @@ def encoder_parameters(d, f, layers, convention):
     model = encoder_stack(d, f, layers)
     out_proj = sum(counted(module.self_attn.out_proj, convention) for module in model.modules()
                    if isinstance(module, nn.TransformerEncoderLayer))  # W^O (and its bias) in every layer
-    mistakes = [*count_slips(model, convention, ASKS_FOR, EXCLUSIONS),
+    mistakes = [*count_slips(model, convention, dict.fromkeys((BIASES, NORMS), ASKS_FOR), EXCLUSIONS),
                 Slip("leaving out W^O", counted(model, convention) - out_proj, "(Count what the question includes: "
                      "W^O, biases.)")]
     if layers > 1:
@@ -541,8 +562,8 @@ def head_query_weights(d_model, h):
     d_k = d_model // h
     W_Q = nn.MultiheadAttention(d_model, h, device="meta").in_proj_weight[:d_model].T  # [d, d]: Q = x W_Q
     return Question(
-        f"One head's W_Q with d_model = {d_model} and d_k = {d_k} (h = {h} heads): how many weights (no bias)?",
-        (f"one head's W_Q is [d_model, d_k] = [{d_model}, {d_k}]: {d_model}·{d_k} = {d_model * d_k:,}",
+        f"One head's W^Q with d_model = {d_model} and d_k = {d_k} (h = {h} heads): how many weights (no bias)?",
+        (f"one head's W^Q is [d_model, d_k] = [{d_model}, {d_k}]: {d_model}·{d_k} = {d_model * d_k:,}",
          f"(all {h} heads together: h·d·(d/h) = d^2 = {d_model ** 2:,})"),
         split_heads(W_Q[None], h)[0, 0].numel(), Count(),  # head 1's columns of W^Q, split as the queries are
         (Slip("counting all heads' W^Q", W_Q.numel(), "With head width d/h, each projection still totals "
@@ -560,8 +581,8 @@ def score_entries(B, h, T):
     with torch.no_grad():
         _, A = MultiHeadAttention(4 * h, h)(torch.randn(B, T, 4 * h))  # A [B, h, T, T]: per head, d_k = 4
     return Question(
-        f"Self-attention over a batch of B = {B} sentences of T = {T} tokens, with h = {h} heads. How many score "
-        "entries does one layer compute?",
+        f"Self-attention over a batch of B = {B} sentence{'s' * (B != 1)} of T = {T} tokens, with h = {h} "
+        f"head{'s' * (h != 1)}. How many score entries does one layer compute?",
         ("one score per query and key, per head and sentence: B·h·T^2",
          f"{B}·{h}·{T}^2 = {B}·{h}·{T * T} = {B * h * T * T:,}",
          f"(doubling T to {2 * T} gives {4 * B * h * T * T:,}: four times as many)"),
@@ -594,15 +615,15 @@ def block_stage_shape(T, d, f, stage):
     _, block, _ = build(d, 1, f, seed=0)  # the pre-norm block, one causal head, FFN width f
     with torch.no_grad():
         grids = stages(block, torch.randn(1, T, d, dtype=F64))  # {stage: [1, T, width]}; the weights [1, 1, T, T]
-    shape_of, wide = {"T x d": [T, d], "T x f": [T, f]}, "T x d"
+    shape_of, wide = {"T, d": [T, d], "T, f": [T, f]}, "T, d"
     by_hand = {  # each stage's shape by the page's rules: (its shape in letters, why)
-        "input x": (wide, "a row of d numbers per word"),
+        "input x": (wide, f"a row of d numbers per word (a [{T} x {d}] grid, as the page writes one)"),
         "LN1(x)": (wide, "LayerNorm steadies each row"),
         "attention(LN1(x))": (wide, "each word a weighted blend of the values"),
         "x + attention": (wide, "the shortcut adds two grids of one shape"),
         "LN2(x + attention)": (wide, "LayerNorm steadies each row"),
-        "FFN widened": ("T x f", f"each row times W_1 [d x f] = [{d} x {f}]"),
-        "FFN folded back": (wide, f"times W_2 [f x d] = [{f} x {d}]"),
+        "FFN widened": ("T, f", f"each row times W_1 [d, f] = [{d}, {f}]"),
+        "FFN folded back": (wide, f"times W_2 [f, d] = [{f}, {d}]"),
         "x + FFN = block output": (wide, "the shortcut adds two grids of one shape: the shape it got")}
     up_to = STAGES[:STAGES.index(stage) + 1]
     mistakes = [Slip("mixing up where the FFN is f wide", [T, d] if stage == "FFN widened" else [T, f],
@@ -611,12 +632,13 @@ def block_stage_shape(T, d, f, stage):
         mistakes.append(Slip("taking the attention weights' table", list(block.attention.attn.shape[-2:]),
                              "out: (seq, d_model) -- each token = weighted blend of values"))
     return Question(
-        f"A block (the ELI5 page's pre-norm TransformerBlock, one causal head) gets a grid of T = {T} words and "
+        f"A block (the pre-norm TransformerBlock of the ELI5 page \"One block: mix, then think\", one causal head) "
+        f"gets a grid of T = {T} words and "
         f"width d = {d}; its FFN widens to {f}. Its stages, in order: {', '.join(map(quoted, STAGES))}. What is the "
         f"grid's shape after {quoted(stage)}?",
-        tuple(f"{name}: [{letters}] = {Shape(2, times=True).show(shape_of[letters])}, {why}"
+        tuple(f"{name}: [{letters}] = {Shape(2).show(shape_of[letters])}, {why}"
               for name, (letters, why) in ((name, by_hand[name]) for name in up_to)),
-        list(grids[stage].shape[-2:]), Shape(2, times=True), tuple(mistakes), shape_of[by_hand[stage][0]])
+        list(grids[stage].shape[-2:]), Shape(2), tuple(mistakes), shape_of[by_hand[stage][0]])
 
 
 KINDS = [
@@ -642,8 +664,8 @@ KINDS = [
          (("Section 5 and Check yourself 4: the shape of W^O for eight heads of width 64", {"h": 8, "d_k": 64}),)),
     Kind(5, "two heads through W^O", mixed_heads, draw_mix,
          (("Section 5's W^O example", {"heads": [[1, 2], [3, 4]], "W_O": [[1, 0], [0, 1], [1, 0], [0, 1]]}),)),
-    Kind(5, "the weights in W_O", output_weights, draw_model_width,
-         (("Section 5, 2025 T3 Quiz 1, Q191: the weights in W_O", {"d_model": 768, "h": 12}),)),
+    Kind(5, "the weights in W^O", output_weights, draw_model_width,
+         (("Section 5, 2025 T3 Quiz 1, Q191: the weights in W^O", {"d_model": 768, "h": 12}),)),
     Kind(6, "an encoder stack's output shape", stack_output_shape, draw_stack,
          (("Section 6's hand-checkable example and 2026 T1 Quiz 1, Q4", {"T": 50, "d": 512, "f": 2048, "N": 6}),)),
     Kind(6, "an output volume", output_volume, draw_volume,
@@ -652,8 +674,8 @@ KINDS = [
          (("Section 7's worked example and Check yourself 5",
            {"d": 512, "f": 2048, "layers": 1, "convention": EVERYTHING}),
           ("Section 7: six layers", {"d": 512, "f": 2048, "layers": 6, "convention": EVERYTHING}))),
-    Kind(7, "one head's W_Q", head_query_weights, draw_model_width,
-         (("Section 7's small counts: one head's W_Q", {"d_model": 512, "h": 8}),)),
+    Kind(7, "one head's W^Q", head_query_weights, draw_model_width,
+         (("Section 7's small counts: one head's W^Q", {"d_model": 512, "h": 8}),)),
     Kind(7, "a layer's score entries", score_entries, draw_scores,
          (("Section 7's small counts: score entries", {"B": 4, "h": 2, "T": 12}),)),
     Kind("eli5", "the shape after a stage of one block", block_stage_shape, draw_stage,
@@ -669,11 +691,8 @@ def lesson(args):
 # ---------------------------------------------------------------- optional: knobs and Try it
 
 TOPICS = [str(s) for s in SECTIONS]
-KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
-         knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
-              "unless --seed is given) and mark each answer; a question you miss comes back once at the end, with new "
-              "numbers, and counts in the score. The page's own numbers are not asked: the page prints their "
-              "answers (run with no flags to see them worked)"),
+KNOBS = [knob("--seed", type=SEED, default=None, help=SEED_HELP),
+         knob("--quiz", action="store_true", help=QUIZ_HELP),
          knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
               "again for more): "
               "1 the squeezed summary, 2 Bahdanau attention, 3 self-attention, 4 dividing by sqrt(d_k), "

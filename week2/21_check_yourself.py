@@ -29,6 +29,8 @@ from common.blocks import MultiHeadAttention, causal_mask, sinusoidal_pe
 from common.cli import SEED, Lesson, knob
 from common.printing import n_params
 from common.quiz import (
+    QUIZ_HELP,
+    SEED_HELP,
     Count,
     Kind,
     Mistake,
@@ -131,10 +133,11 @@ def blocked_cells(T):
     """Cells a causal mask over T words sets to -inf: T(T-1)/2, the diagonal not among them."""
     reached = T * (T - 1) // 2
     added = " + ".join(map(str, range(1, T))) if T <= 6 else f"1 + 2 + ... + {T - 1}"
+    between = [f"row {r} blocks {T - r}" for r in range(2, T)]  # the rows between the first and the last
+    rows = ", ".join(between if T <= 6 else [between[0], "...", between[-1]])
     return Question(
         f"In a causal mask over T = {T} words, how many cells are set to -inf?",
-        (f"row 1 sees only itself and blocks {T - 1} keys, row 2 blocks {T - 2}, ..., row {T} sees everyone; "
-         "the diagonal is not blocked",
+        (f"row 1 sees only itself and blocks {T - 1} keys, {rows}, row {T} sees everyone; the diagonal is not blocked",
          f"blocked cells: {added} = T(T-1)/2 = {T}·{T - 1}/2 = {reached}"),
         blocked(causal_mask(T)), Count(),
         (Slip("blocking all T^2 cells", causal_mask(T).numel(), "For the writer, scores toward later words are "
@@ -162,7 +165,7 @@ def masked_row(scores, t):
         "the masked softmax? (4 decimals)",
         (f"query {t} sees keys 1..{t}: masked row {listed(scores[:t] + ['-inf'] * (T - t))}",
          f"weights = [{powers}{', 0' * (T - t)}] / ({powers.replace(', ', ' + ')}) = {listed(reached, 4)}"),
-        answer, Vector(T, 4),
+        answer, Vector(T, 4, whole=True),  # a masked weight is exactly 0, as the page writes it
         (Mistake("setting the future values to zero instead of masking the scores",
                  full.masked_fill(causal_mask(T)[t - 1], 0.0), "No: the future scores would still sit in the "
                  "softmax denominator and shrink the visible weights. Mask the scores."),
@@ -275,8 +278,10 @@ def draw_decoder(rng):
             "convention": list(CONVENTIONS)[rng.integers(len(CONVENTIONS))]}
 
 
-N_LAYER = ("With biases, one full-width attention block has 4d^2+4d parameters, and a decoder layer has two of them "
-           "(masked self-attention and cross-attention), one feed-forward net (2df+f+d) and three LayerNorms (6d).")
+COUNTS_IT = {  # section 4's count of one decoder layer, the part that counts each kind of number
+    BIASES: "With biases, one full-width attention block has 4d^2+4d parameters, and a decoder layer has two of them "
+            "(masked self-attention and cross-attention), one feed-forward net (2df+f+d)",
+    NORMS: "a decoder layer has ... three LayerNorms (6d)"}
 
 
 def decoder_parameters(d, f, layers, convention):
@@ -296,7 +301,7 @@ def decoder_parameters(d, f, layers, convention):
     if layers > 1:
         steps.append(f"{layers} layers, each with its own weights: {layers} x {layer:,} = {reached:,}")
     model = decoder_stack(d, f, layers)
-    mistakes = [*count_slips(model, convention, N_LAYER, EXCLUSIONS),
+    mistakes = [*count_slips(model, convention, COUNTS_IT, EXCLUSIONS),
                 Mistake("thinking the decoder is an encoder plus a mask", counted(encoder_stack(d, f, layers),
                                                                                   convention),
                         "Thinking the decoder is \"an encoder plus a mask\". It has an extra sublayer, so it has an "
@@ -337,7 +342,7 @@ def position_tag(d, word):
         (f"word {word} sits at position p = {p} (positions start at zero)",
          "w_i = 10000^(-2i/d): " + ", ".join(f"w_{i} = {w:.4g}" for i, w in enumerate(omegas)),
          f"PE({p}) = [{pairs}] = {listed(reached, 4)}"),
-        sinusoidal_pe(word, d, torch.float64)[p].tolist(), Vector(d, 4),
+        sinusoidal_pe(word, d, torch.float64)[p].tolist(), Vector(d, 4, whole=True),  # PE(0) = [0, 1, 0, 1]
         (Mistake("forgetting that positions start at zero", sin_cos(p + 1, omegas),
                  "Mixing up the coordinate index and the pair index i, and forgetting that positions start at zero."),
          Mistake("putting the coordinate index where the pair index i belongs", slipped,
@@ -404,7 +409,8 @@ def normalized(X, norm):
     return Question(
         f"Normalize X = {listed(X)} ({rows}) with {norm}: gamma = 1, beta = 0, ignore "
         "epsilon. (4 decimals)",
-        tuple(steps), answer.tolist()[0] if B == 1 else answer.tolist(), Vector(d, 4, rows=B if B > 1 else 0),
+        tuple(steps), answer.tolist()[0] if B == 1 else answer.tolist(),
+        Vector(d, 4, whole=True, rows=B if B > 1 else 0),  # a centred value exactly 0: the page's [-1.2247, 0, 1.2247]
         mistakes, reached[0] if B == 1 else reached)
 
 
@@ -459,7 +465,7 @@ def warmup_rates(widths, step, w=WARMUP):
     decay, ramp = step ** -0.5, step * w ** -1.5
     which = ("s w^(-3/2): on the ramp (s < w)" if step < w else "s^(-1/2): past the peak (s > w)" if step > w else
              "either: they meet at the peak (s = w)")
-    answer, reader = [lr(step, d, w) for d in widths], Vector(2, 10, whole=False)
+    answer, reader = [lr(step, d, w) for d in widths], Vector(2, 10)
 
     def rates(k):  # from the min as written at k decimals
         return [d ** -0.5 * float(as_written(min(decay, ramp), k)) for d in widths]
@@ -522,11 +528,8 @@ def lesson(args):
 # ---------------------------------------------------------------- optional: knobs and Try it
 
 TOPICS = [str(s) for s in SECTIONS]
-KNOBS = [knob("--seed", type=SEED, default=None, help="draw new numbers with this seed (none: the page's own)"),
-         knob("--quiz", action="store_true", help="ask the questions one at a time on standard input (new numbers "
-              "unless --seed is given) and mark each answer; a question you miss comes back once at the end, with new "
-              "numbers, and counts in the score. The page's own numbers are not asked: the page prints their "
-              "answers (run with no flags to see them worked)"),
+KNOBS = [knob("--seed", type=SEED, default=None, help=SEED_HELP),
+         knob("--quiz", action="store_true", help=QUIZ_HELP),
          knob("--topic", choices=TOPICS, action="append", help="only this page section's questions (give it "
               "again for more): "
               "1 teacher forcing, 2 the causal mask, 3 cross-attention, 4 the output layer and "
