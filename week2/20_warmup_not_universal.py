@@ -146,7 +146,7 @@ def lesson(args):
            threshold=f"same peak: without warm-up above {BROKE:g}, with it below {TRAINED:g}")
 
 
-# ---------------------------------------------------------------- optional: the data, the verdicts, knobs and Try it
+# ---------------------------------------------------------------- optional: data, measures, verdicts, knobs and Try it
 
 def training_and_held_out(seed):
     """The batches [(x [BATCH, d], y [BATCH, outputs])] * STEPS, the same for every training, and
