@@ -433,7 +433,7 @@ def make_data(seed, steps, labels="meaning"):
     held-out labels stay the true meaning."""
     tokens, meaning, held = all_sentences()
     rng = np.random.default_rng(seed)
-    coin = torch.from_numpy(rng.integers(0, 2, len(tokens)))  # drawn in both worlds
+    coin = torch.from_numpy(rng.integers(0, 2, len(tokens)))  # drawn at either --labels: the same batches
     label = torch.where(coin == 0, tokens[:, ANIMAL_AT], tokens[:, PLACE_AT]) if labels == "random" else meaning
     train_tokens, train_labels = tokens[~held], label[~held]
     picks = torch.from_numpy(rng.integers(0, len(train_tokens), size=(steps, BATCH)))
