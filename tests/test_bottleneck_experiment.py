@@ -118,7 +118,7 @@ def test_the_fused_gru_is_the_cells_loop(lesson):
 
 
 def test_the_fixed_context_decoder_fast_is_its_loop(lesson):
-    """Teacher forced, the fixed-context model trains through decode's fast path (torch's fused GRU
+    """Teacher forced, the fixed-context model trains through decode_fast (torch's fused GRU
     over [y_(t-1), c]); at the lesson's sizes and starting weights it gives the scores of the
     page's loop, and the same gradients. The attention model has no fast path."""
     model = lesson.build(lesson.HIDDEN, 42, attention=False)

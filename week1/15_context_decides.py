@@ -40,14 +40,26 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-D_MODEL = 32  # d_model, numbers per word
-HEADS_1 = 4  # heads of layer 1 (d_k = 8); layer 2 has one (d_k = 32)
-SHARPNESS = 10.0  # the answer's scores are 10 x cosine(word vector, what "it" fetched)
+TEMPLATE = "the {animal} didn't cross the {place} because it was too {adjective}"  # the page's puzzle, made a template
+ANIMALS = ["chicken", "dog", "cat", "horse", "cow", "duck", "fox", "goat"]  # the template's animals
+PLACES = ["road", "river", "street", "highway", "stream", "canal", "lane", "track"]  # its places
+FITS_ANIMAL = ["tired", "scared", "sleepy", "lazy", "weak", "slow"]  # only an animal can be too ...
+FITS_PLACE = ["wide", "busy", "deep", "icy", "muddy", "crowded"]  # only a place can be too ...
+ADJECTIVES = FITS_ANIMAL + FITS_PLACE  # its 12 adjectives
+GLUE = ["the", "didn't", "cross", "because", "it", "was", "too"]  # its other words
+VOCAB = GLUE + ANIMALS + PLACES + ADJECTIVES  # every word the model knows, in the order of E's rows
+N_WORDS = len(VOCAB)  # 35 words
+ID = {word: i for i, word in enumerate(VOCAB)}  # a word's row of E
+PAGE = ("chicken", "road")  # the page's own noun pair: never in training
+HELD_OUT_PAIRS = list(zip(ANIMALS, PLACES, strict=True))  # never trained on: chicken/road, dog/river, ...
 T = 11  # words per sentence
 ANIMAL_AT = 1  # where the animal stands (0-based)
 PLACE_AT = 5  # where the place stands
 IT_AT = 7  # where "it" stands
 ADJECTIVE_AT = 10  # where the adjective stands
+D_MODEL = 32  # d_model, numbers per word
+HEADS_1 = 4  # heads of layer 1 (d_k = 8); layer 2 has one (d_k = 32)
+SHARPNESS = 10.0  # the answer's scores are 10 x cosine(word vector, what "it" fetched)
 BATCH = 64  # training sentences per step
 STEPS = 80  # training steps (every seed measured had learned by step 40)
 LR = 0.01  # Adam's learning rate (its betas and eps: torch's defaults)
@@ -136,87 +148,6 @@ class Usual(Model):
         return self.W_out(F.layer_norm(x2, (D_MODEL,))), alpha1, None if fast else alpha2[:, 0, 0]
 
 
-# ---------------------------------------------------------------- the made-up sentences
-
-ANIMALS = ["chicken", "dog", "cat", "horse", "cow", "duck", "fox", "goat"]
-PLACES = ["road", "river", "street", "highway", "stream", "canal", "lane", "track"]
-FITS_ANIMAL = ["tired", "scared", "sleepy", "lazy", "weak", "slow"]  # only an animal can be too ...
-FITS_PLACE = ["wide", "busy", "deep", "icy", "muddy", "crowded"]  # only a place can be too ...
-ADJECTIVES = FITS_ANIMAL + FITS_PLACE
-TEMPLATE = "the {animal} didn't cross the {place} because it was too {adjective}"
-GLUE = ["the", "didn't", "cross", "because", "it", "was", "too"]
-VOCAB = GLUE + ANIMALS + PLACES + ADJECTIVES
-N_WORDS = len(VOCAB)  # 35 words
-ID = {word: i for i, word in enumerate(VOCAB)}
-PAGE = ("chicken", "road")  # the page's own noun pair: never in training
-# Held out: animal i with place i (chicken-road, dog-river, ...): 8 pairs, 96 sentences.
-# Every word still occurs in training, in its other 7 pairs.
-HELD_OUT_PAIRS = list(zip(ANIMALS, PLACES, strict=True))
-
-
-def sentence_words(animal, place, adjective):
-    """The sentence as a list of its 11 words."""
-    return TEMPLATE.format(animal=animal, place=place, adjective=adjective).split()
-
-
-def encode(words):
-    """Words -> token ids [len(words)]."""
-    return torch.tensor([ID[word] for word in words])
-
-
-def meant(adjective, animal, place):
-    """The noun "it" means: the animal if the adjective fits only an animal, else the place."""
-    return animal if adjective in FITS_ANIMAL else place
-
-
-def all_sentences():
-    """Every sentence of the template: token ids [768, T], the noun "it" means as a word id
-    [768], and which are held out [768] (their noun pair never occurs in training)."""
-    rows, labels, held = [], [], []
-    for animal in ANIMALS:
-        for place in PLACES:
-            for adjective in ADJECTIVES:
-                rows.append([ID[w] for w in sentence_words(animal, place, adjective)])
-                labels.append(ID[meant(adjective, animal, place)])
-                held.append((animal, place) in HELD_OUT_PAIRS)
-    return torch.tensor(rows), torch.tensor(labels), torch.tensor(held)
-
-
-def make_data(seed, steps, labels="meaning"):
-    """The training batches and the held-out sentences.
-
-    Returns (train_tokens [steps, BATCH, T], train_labels [steps, BATCH], held_tokens [96, T],
-    held_labels [96]). Each batch is drawn with replacement from the 672 training sentences
-    (--steps 30 is the first 30 batches of the default run). labels="random": each training
-    sentence's label is one of its two nouns by a coin toss (drawn once per sentence, before
-    the batches, so the batches are the same ones), so the adjective carries no hint; the
-    held-out labels stay the true meaning."""
-    tokens, meaning, held = all_sentences()
-    rng = np.random.default_rng(seed)
-    coin = torch.from_numpy(rng.integers(0, 2, len(tokens)))  # drawn in both worlds
-    label = torch.where(coin == 0, tokens[:, ANIMAL_AT], tokens[:, PLACE_AT]) if labels == "random" else meaning
-    train_tokens, train_labels = tokens[~held], label[~held]
-    picks = torch.from_numpy(rng.integers(0, len(train_tokens), size=(steps, BATCH)))
-    return train_tokens[picks], train_labels[picks], tokens[held], meaning[held]
-
-
-def trained_on(train_tokens, tokens):
-    """How many of the sentences tokens [N, T] occur in the training batches [steps, BATCH, T]."""
-    batches = set(map(tuple, train_tokens.reshape(-1, T).tolist()))
-    return sum(row in batches for row in map(tuple, tokens.tolist()))
-
-
-def animal_shares(train_tokens, train_labels):
-    """For each adjective: the share of its training sentences whose answer is the animal
-    ([len(ADJECTIVES)]). 1 or 0 under --labels meaning; about half under --labels random,
-    where the answer is a coin toss per sentence and the adjective says nothing about it."""
-    tokens, labels = train_tokens.reshape(-1, T), train_labels.reshape(-1)
-    animal = (labels == tokens[:, ANIMAL_AT]).double()
-    return torch.stack([animal[tokens[:, ADJECTIVE_AT] == ID[a]].mean() for a in ADJECTIVES])
-
-
-# ---------------------------------------------------------------- the training
-
 def build_model(seed, usual=False):
     """The model, its starting weights drawn from torch.manual_seed(seed) in the model's order:
     E and P ~ N(0, 1), every matrix ~ N(0, 1/d). usual: the Usual model, whose weights shared
@@ -246,100 +177,27 @@ def train(seed, data, hide_adjective=False, usual=False):
     return model
 
 
-@torch.no_grad()
-def by_hand_vs_torch(model, tokens, hide_adjective=False):
-    """max |by hand - torch| over the scores on tokens [N, T]: the model with common's plain
-    attention, softmax(Q K^T / sqrt(d_k) + M) V, in both layers, against the same model through
-    torch's F.scaled_dot_product_attention (fast=True); the trained weights in float64 (rounding
-    then stays near 1e-14 on every CPU; a dropped 1/sqrt(d_k) moves it by 1e-3 or more)."""
-    model64 = copy.deepcopy(model).double()
-    mine, theirs = (model64(tokens, hide_adjective, fast=fast)[0] for fast in (False, True))
-    return (mine - theirs).abs().max().item()
-
-
-# ---------------------------------------------------------------- what it learned
-
-@torch.no_grad()
-def evaluate(model, tokens, labels, hide_adjective=False):
-    """On sentences tokens [N, T] whose "it" means labels [N]: which are answered right, which
-    have "it" looking hardest (layer 2) at the noun it means, and the margins: the right
-    word's score minus the best other word's, and the weight on the noun minus the largest
-    other weight (both > 0 when right)."""
-    scores, _, alpha2 = model(tokens, hide_adjective)  # alpha2 [N, T]: "it"'s row of layer 2
-    right_score = scores.gather(1, labels[:, None])[:, 0]
-    score_margin = right_score - scores.scatter(1, labels[:, None], -math.inf).max(-1).values
-    noun_at = torch.where(labels == tokens[:, ANIMAL_AT], ANIMAL_AT, PLACE_AT)
-    on_noun = alpha2.gather(1, noun_at[:, None])[:, 0]
-    look_margin = on_noun - alpha2.scatter(1, noun_at[:, None], -1.0).max(-1).values
-    animal = torch.isin(tokens[:, ADJECTIVE_AT], encode(FITS_ANIMAL))
-    return {"right": score_margin > 0, "looks": look_margin > 0, "animal": animal, "top": alpha2.argmax(-1),
-            "score_margin": score_margin, "look_margin": look_margin}
-
-
-def looks_by_kind(final):
-    """From evaluate(): for the sentences with an animal adjective, in how many "it" looks
-    hardest at the animal, and for those with a place adjective, at the place:
-    {kind: (sentences where it does, sentences of that kind)}."""
-    return {kind: (int((final["top"][rows] == at).sum()), int(rows.sum()))
-            for kind, rows, at in (("animal", final["animal"], ANIMAL_AT), ("place", ~final["animal"], PLACE_AT))}
-
-
-@torch.no_grad()
-def it_attention(model, words, hide_adjective=False):
-    """"it"'s layer-2 attention over the words of one sentence (T weights summing to 1), and
-    the model's answer, a word."""
-    scores, _, alpha2 = model(encode(words)[None], hide_adjective)
-    return alpha2[0].tolist(), VOCAB[int(scores[0].argmax())]
-
-
-def leans_on(words, weights):
-    """The word that gets more than LEANS (2/3) of "it"'s attention, or None."""
-    top = int(np.argmax(weights))
-    return words[top] if weights[top] > LEANS else None
-
-
-def page_verdict(adjective, words, weights, answer):
-    """One line of the Try it box, computed, e.g. 'tired -> it leans on chicken (...)' (the
-    model's answer on a second line), and whether it is the page's: "it" leans on the noun
-    the adjective fits, and that noun is the model's answer."""
-    want = meant(adjective, words[ANIMAL_AT], words[PLACE_AT])
-    on = leans_on(words, weights)
-    holds = on == want and answer == want
-    where = (f"it leans on {on} (more than {LEANS} of its attention)" if on else
-             f"it leans on no word (none gets more than {LEANS} of its attention)")
-    return f"{adjective} -> {where};\n    the model answers \"{answer}\"", holds
-
-
-def reasons(leaks, n_right, n_held, kinds, page_lines):
-    """Why the page's picture fails, in words (empty: it holds): a held-out sentence trained
-    on; fewer than ACCURATE of the held-out answers right; fewer than LOOKS of either kind
-    of sentence (kinds: looks_by_kind()) with "it" looking hardest at the noun it means;
-    or a line of the page's sentence not as the page says (page_lines: their verdicts)."""
-    why = [f"{leaks} held-out sentences were trained on"] if leaks else []
-    why += [f"fewer than {ACCURATE:.0%} of the held-out answers right"] if n_right < ACCURATE * n_held else []
-    why += [f"\"it\" looks hardest at the noun it means in fewer than {LOOKS:.0%} of them"
-            ] if any(looking < LOOKS * of for looking, of in kinds.values()) else []
-    return why + (["the page's sentence not as the page says"] if not all(page_lines) else [])
-
-
-# ---------------------------------------------------------------- the lesson, in the page's order
-
 def lesson(args):
     """The data, the model, its training; then what it learned, the page's sentence and the verdict."""
     torch.set_num_threads(1)  # tiny matrices: one thread is quickest (notes)
     print("The classic puzzle: \"The chicken didn't cross the road because it was too tired.\" What is it?")
     print("The page's Try it: tired -> it leans on chicken; wide -> road. Same sentence, context decides.")
     print("Here a tiny model learns it from scratch and is tested on sentences it never saw.")
-    data = make_data(args.seed, args.steps, args.labels)
+    data = make_data(args.seed, args.steps, args.labels)  # the training batches, the held-out sentences
+    held_tokens, held_labels = data[2:]  # [96, T], and the noun "it" means in each [96]
     leaks = show_data(data, args.labels)
     show_model(args)
     model = train(args.seed, data, args.hide_adjective)
-    show_against_torch(model, data[2], args.hide_adjective)
+    show_against_torch(model, held_tokens, args.hide_adjective)
     n_right, kinds = show_held_out(model, data, args.hide_adjective)
+
+    # the page's Try it: tired -> it leans on chicken; wide -> road
     shown, page_lines = show_page_sentence(model, args.adjectives, args.hide_adjective)
-    verdict(args.adjectives, leaks, n_right, len(data[2]), kinds, page_lines)
+    verdict(args.adjectives, leaks, n_right, len(held_tokens), kinds, page_lines)
+
+    # two of Week 1's claims, in this model
     usual = train(args.seed, data, args.hide_adjective, usual=True)
-    show_usual_layer(n_right, kinds, evaluate(usual, *data[2:], args.hide_adjective))
+    show_usual_layer(n_right, kinds, evaluate(usual, held_tokens, held_labels, args.hide_adjective))
     show_layer_1(model, args.adjectives[0], args.hide_adjective)
     print(save_figure(plot(shown), figure_path(args, FIGURE)))
     return model
@@ -442,7 +300,10 @@ def show_page_sentence(model, adjectives, hide):
     for adjective, (words, weights, answer) in zip(adjectives, shown, strict=True):
         line, holds = page_verdict(adjective, words, weights, answer)
         want = meant(adjective, animal, place)
-        print(f"  {line}: {'as the page says' if holds else f'not as the page says (the page: it leans on {want})'}")
+        if holds:
+            print(f"  {line}: as the page says")
+        else:
+            print(f"  {line}: not as the page says (the page: it leans on {want})")
         record(f"the page's sentence with too {adjective}", holds, value=weights[words.index(want)],
                threshold=f"more than {LEANS} of its attention on {want}, and the answer {want}")
         page_lines.append(holds)
@@ -463,9 +324,11 @@ def verdict(adjectives, leaks, n_right, n_held, kinds, page_lines):
         record("same sentence, context decides", None, value=numbers)
         return
     why = ";\n  ".join(reasons(leaks, n_right, n_held, kinds, page_lines))  # one reason a line
-    print(f"Verdict: {said(True)}: same sentence, context decides (held-out: at least {ACCURATE:.0%} right;\n"
-          f"  \"it\" looking hardest at the noun in at least {LOOKS:.0%} of each kind; {page})" if not why else
-          f"Verdict: {said(False)} ({why})")
+    if not why:
+        print(f"Verdict: {said(True)}: same sentence, context decides (held-out: at least {ACCURATE:.0%} right;\n"
+              f"  \"it\" looking hardest at the noun in at least {LOOKS:.0%} of each kind; {page})")
+    else:
+        print(f"Verdict: {said(False)} ({why})")
     record("same sentence, context decides", not why, value=numbers,
            threshold=f"no held-out sentence trained on, {ACCURATE:.0%} right, {LOOKS:.0%} of each kind looking "
            "at the noun, both page lines")
@@ -485,18 +348,21 @@ def show_usual_layer(n_right, kinds, usual):
              usual_right >= ACCURATE * n_held),
             ("\"it\" looks hardest at the noun it means", looking, usual_looking, f"fewer than {LOOKS:.0%} of {n_held}",
              usual_looking < LOOKS * n_held))
-    for label, fetch_count, usual_count, band, holds in rows:
+    for label, fetch_count, usual_count, threshold, holds in rows:
         fetch = measured(f"the fetch: {label}", None, f"{fetch_count}/{n_held}", value=fetch_count,
                          why="the fetch's count, judged above (by kind of adjective for the looks); repeated beside "
                          "the usual layer's")
-        theirs = measured(f"the usual layer 2: {label}", holds, f"{usual_count}/{n_held}", band, value=usual_count)
+        theirs = measured(f"the usual layer 2: {label}", holds, f"{usual_count}/{n_held}", threshold,
+                          value=usual_count)
         print(f"  {label:40} {fetch:20} {theirs}")
     # The caution needs right answers to explain: a usual layer that answers wrong tests nothing.
     holds = None if usual_right < ACCURATE * n_held else usual_looking < LOOKS * n_held
-    print(f"Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
-          f"  hardest at the noun it means in fewer than {LOOKS:.0%} of them: {said(holds)}" if holds is not None else
-          f"Verdict: not tested: the usual layer answers fewer than {ACCURATE:.0%} right here, so there are no\n"
-          "  right answers for a weight to explain")
+    if holds is None:
+        print(f"Verdict: not tested: the usual layer answers fewer than {ACCURATE:.0%} right here, so there are no\n"
+              "  right answers for a weight to explain")
+    else:
+        print(f"Verdict: a weight is no guaranteed explanation: the usual layer answers right while \"it\" looks\n"
+              f"  hardest at the noun it means in fewer than {LOOKS:.0%} of them: {said(holds)}")
     record("a weight is not a guaranteed explanation", holds,
            value=f"the usual layer 2: {usual_right}/{n_held} right, {usual_looking}/{n_held} looking hardest at the "
            "noun",
@@ -526,7 +392,142 @@ def show_layer_1(model, adjective, hide):
     print("  week1/NOTES.md, section 15), so no claim about it is judged here.")
 
 
-# ---------------------------------------------------------------- optional: knobs, Try it, figure, live window
+# ---------------------------------------------------------------- optional: data, measures, verdicts, Try it, the views
+
+def sentence_words(animal, place, adjective):
+    """The sentence as a list of its 11 words."""
+    return TEMPLATE.format(animal=animal, place=place, adjective=adjective).split()
+
+
+def encode(words):
+    """Words -> token ids [len(words)]."""
+    return torch.tensor([ID[word] for word in words])
+
+
+def meant(adjective, animal, place):
+    """The noun "it" means: the animal if the adjective fits only an animal, else the place."""
+    return animal if adjective in FITS_ANIMAL else place
+
+
+def all_sentences():
+    """Every sentence of the template: token ids [768, T], the noun "it" means as a word id
+    [768], and which are held out [768] (their noun pair never occurs in training)."""
+    rows, labels, held = [], [], []
+    for animal in ANIMALS:
+        for place in PLACES:
+            for adjective in ADJECTIVES:
+                rows.append([ID[w] for w in sentence_words(animal, place, adjective)])
+                labels.append(ID[meant(adjective, animal, place)])
+                held.append((animal, place) in HELD_OUT_PAIRS)
+    return torch.tensor(rows), torch.tensor(labels), torch.tensor(held)
+
+
+def make_data(seed, steps, labels="meaning"):
+    """The training batches and the held-out sentences.
+
+    Returns (train_tokens [steps, BATCH, T], train_labels [steps, BATCH], held_tokens [96, T],
+    held_labels [96]). Each batch is drawn with replacement from the 672 training sentences
+    (--steps 30 is the first 30 batches of the default run). labels="random": each training
+    sentence's label is one of its two nouns by a coin toss (drawn once per sentence, before
+    the batches, so the batches are the same ones), so the adjective carries no hint; the
+    held-out labels stay the true meaning."""
+    tokens, meaning, held = all_sentences()
+    rng = np.random.default_rng(seed)
+    coin = torch.from_numpy(rng.integers(0, 2, len(tokens)))  # drawn at either --labels: the same batches
+    label = torch.where(coin == 0, tokens[:, ANIMAL_AT], tokens[:, PLACE_AT]) if labels == "random" else meaning
+    train_tokens, train_labels = tokens[~held], label[~held]
+    picks = torch.from_numpy(rng.integers(0, len(train_tokens), size=(steps, BATCH)))
+    return train_tokens[picks], train_labels[picks], tokens[held], meaning[held]
+
+
+def trained_on(train_tokens, tokens):
+    """How many of the sentences tokens [N, T] occur in the training batches [steps, BATCH, T]."""
+    batches = set(map(tuple, train_tokens.reshape(-1, T).tolist()))
+    return sum(row in batches for row in map(tuple, tokens.tolist()))
+
+
+def animal_shares(train_tokens, train_labels):
+    """For each adjective: the share of its training sentences whose answer is the animal
+    ([len(ADJECTIVES)]). 1 or 0 under --labels meaning; about half under --labels random,
+    where the answer is a coin toss per sentence and the adjective says nothing about it."""
+    tokens, labels = train_tokens.reshape(-1, T), train_labels.reshape(-1)
+    animal = (labels == tokens[:, ANIMAL_AT]).double()
+    return torch.stack([animal[tokens[:, ADJECTIVE_AT] == ID[a]].mean() for a in ADJECTIVES])
+
+
+@torch.no_grad()
+def by_hand_vs_torch(model, tokens, hide_adjective=False):
+    """max |by hand - torch| over the scores on tokens [N, T]: the model with common's plain
+    attention, softmax(Q K^T / sqrt(d_k) + M) V, in both layers, against the same model through
+    torch's F.scaled_dot_product_attention (fast=True); the trained weights in float64 (rounding
+    then stays near 1e-14 on every CPU; a dropped 1/sqrt(d_k) moves it by 1e-3 or more)."""
+    model64 = copy.deepcopy(model).double()
+    mine, theirs = (model64(tokens, hide_adjective, fast=fast)[0] for fast in (False, True))
+    return (mine - theirs).abs().max().item()
+
+
+@torch.no_grad()
+def evaluate(model, tokens, labels, hide_adjective=False):
+    """On sentences tokens [N, T] whose "it" means labels [N]: which are answered right, which
+    have "it" looking hardest (layer 2) at the noun it means, and the margins: the right
+    word's score minus the best other word's, and the weight on the noun minus the largest
+    other weight (both > 0 when right)."""
+    scores, _, alpha2 = model(tokens, hide_adjective)  # alpha2 [N, T]: "it"'s row of layer 2
+    right_score = scores.gather(1, labels[:, None])[:, 0]
+    score_margin = right_score - scores.scatter(1, labels[:, None], -math.inf).max(-1).values
+    noun_at = torch.where(labels == tokens[:, ANIMAL_AT], ANIMAL_AT, PLACE_AT)
+    on_noun = alpha2.gather(1, noun_at[:, None])[:, 0]
+    look_margin = on_noun - alpha2.scatter(1, noun_at[:, None], -1.0).max(-1).values
+    animal = torch.isin(tokens[:, ADJECTIVE_AT], encode(FITS_ANIMAL))
+    return {"right": score_margin > 0, "looks": look_margin > 0, "animal": animal, "top": alpha2.argmax(-1),
+            "score_margin": score_margin, "look_margin": look_margin}
+
+
+def looks_by_kind(final):
+    """From evaluate(): for the sentences with an animal adjective, in how many "it" looks
+    hardest at the animal, and for those with a place adjective, at the place:
+    {kind: (sentences where it does, sentences of that kind)}."""
+    return {kind: (int((final["top"][rows] == at).sum()), int(rows.sum()))
+            for kind, rows, at in (("animal", final["animal"], ANIMAL_AT), ("place", ~final["animal"], PLACE_AT))}
+
+
+@torch.no_grad()
+def it_attention(model, words, hide_adjective=False):
+    """"it"'s layer-2 attention over the words of one sentence (T weights summing to 1), and
+    the model's answer, a word."""
+    scores, _, alpha2 = model(encode(words)[None], hide_adjective)
+    return alpha2[0].tolist(), VOCAB[int(scores[0].argmax())]
+
+
+def leans_on(words, weights):
+    """The word that gets more than LEANS (2/3) of "it"'s attention, or None."""
+    top = int(np.argmax(weights))
+    return words[top] if weights[top] > LEANS else None
+
+
+def page_verdict(adjective, words, weights, answer):
+    """One line of the Try it box, computed, e.g. 'tired -> it leans on chicken (...)' (the
+    model's answer on a second line), and whether it is the page's: "it" leans on the noun
+    the adjective fits, and that noun is the model's answer."""
+    want = meant(adjective, words[ANIMAL_AT], words[PLACE_AT])
+    on = leans_on(words, weights)
+    holds = on == want and answer == want
+    where = (f"it leans on {on} (more than {LEANS} of its attention)" if on else
+             f"it leans on no word (none gets more than {LEANS} of its attention)")
+    return f"{adjective} -> {where};\n    the model answers \"{answer}\"", holds
+
+
+def reasons(leaks, n_right, n_held, kinds, page_lines):
+    """Why the page's picture fails, in words (empty: it holds): a held-out sentence trained
+    on; fewer than ACCURATE of the held-out answers right; fewer than LOOKS of either kind
+    of sentence (kinds: looks_by_kind()) with "it" looking hardest at the noun it means;
+    or a line of the page's sentence not as the page says (page_lines: their verdicts)."""
+    why = [f"{leaks} held-out sentences were trained on"] if leaks else []
+    why += [f"fewer than {ACCURATE:.0%} of the held-out answers right"] if n_right < ACCURATE * n_held else []
+    why += [f"\"it\" looks hardest at the noun it means in fewer than {LOOKS:.0%} of them"
+            ] if any(looking < LOOKS * of for looking, of in kinds.values()) else []
+    return why + (["the page's sentence not as the page says"] if not all(page_lines) else [])
+
 
 def bar(weight):
     """A weight as a bar of its whole tenths, up to 9: 0.83 -> '########', 0.07 -> '.',

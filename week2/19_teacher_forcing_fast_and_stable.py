@@ -13,8 +13,8 @@ The task: under each of 6 digits write the running total's last digit (3 1 4 1 5
 and a feed-forward net) is trained twice from the same start on the same strings, teacher-
 forced and on its own guesses. Prints the decoder passes a training step needs, the loss
 curves' steadiness, the held-out strings each writes alone, the teacher-forced decoder's
-totals with the gold prefix and after a slip (each trained number beside the band its claim
-needs; the own-guesses decoder's after a slip beside it, not judged); a verdict on each claim.
+totals with the gold prefix and after a slip (each trained number beside the threshold its
+claim needs; the own-guesses decoder's after a slip beside it, not judged); a verdict on each claim.
 Setup (choices; the page gives none): d = 32, one head (common/blocks.py's, causal mask), no
 positions (the rule is the same at every place), 50 steps of torch.optim.Adam (lr 0.01) on
 64 strings, float64. Notes: week2/NOTES.md, section 19.
@@ -109,22 +109,6 @@ def own_guesses(decoder, x, given=None):
     return y_in
 
 
-# ---------------------------------------------------------------- training and measuring
-
-def strings(g, n):
-    return torch.randint(0, 10, (n, T), generator=g)
-
-
-def training_and_held_out(seed, steps=STEPS):
-    """The training batches [steps, BATCH, T], and HELD_OUT strings none of which is in the
-    longest training --steps allows (so they are the same for every --steps)."""
-    batches = strings(torch.Generator().manual_seed(seed + 1), MAX_STEPS * BATCH).view(MAX_STEPS, BATCH, T)
-    seen = set(map(tuple, batches.reshape(-1, T).tolist()))
-    candidates = strings(torch.Generator().manual_seed(HELD_OUT_SEED), 2 * HELD_OUT)
-    unseen = torch.tensor([row not in seen for row in map(tuple, candidates.tolist())])
-    return batches[:steps], candidates[unseen][:HELD_OUT]
-
-
 def train(seed, batches, teacher_forced):
     """Adam from the seed's start; each step's decoder input is the gold prefix or the
     decoder's own guesses. Returns the decoder, the loss at every step, the passes per step."""
@@ -140,6 +124,127 @@ def train(seed, batches, teacher_forced):
         optimizer.step()
         losses.append(loss.item())
     return decoder, losses, decoder.passes / len(batches)
+
+
+def lesson(args):
+    """One decoder, one start, the same strings: teacher-forced and on its own guesses."""
+    torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
+    steps = args.steps
+    batches, held_out = training_and_held_out(args.seed, steps)
+    forced = measure(*train(args.seed, batches, teacher_forced=True), held_out)
+    own = measure(*train(args.seed, batches, teacher_forced=False), held_out)
+
+    print(f"The task: under each of {T} digits write the running total's last digit, "
+          f"3 1 4 1 5 9 -> {' '.join(map(str, totals(torch.tensor([[3, 1, 4, 1, 5, 9]]))[0].tolist()))}.")
+    print(f"A small decoder writes total t from digit t and the total before it. Two copies, one start, "
+          f"{steps} steps\nof Adam on the same {BATCH} strings a step: teacher-forced (the total before is the gold "
+          "one) and on its\nown guesses (the total before is the one it wrote).")
+
+    # "with gold inputs, every position can be computed at the same time"
+    print(f"\n{'':42}{'teacher-forced':>25}{'own guesses':>25}")
+    print(f"{'decoder passes one after another, a step':42}{forced['passes']:>25g}{own['passes']:>25g}")
+    in_all = f"  in all {steps} steps"
+    print(f"{in_all:42}{forced['passes'] * steps:>25g}{own['passes'] * steps:>25g}")
+    print(f"held-out strings ({len(held_out)}), writing alone:")
+    right = measured("totals right writing alone, teacher-forced", forced["alone"] > LEARNED,
+                     f"{forced['alone']:.1%}", f"above {LEARNED:.0%}", value=forced["alone"])
+    wrong = measured("totals right writing alone, own guesses", own["alone"] < NOT_YET, f"{own['alone']:.1%}",
+                     f"below {NOT_YET:.0%}", value=own["alone"])
+    print(f"{'  totals right':42}{right:>25}{wrong:>25}")
+    why = "the page counts totals; whole strings are shown, not judged"
+    whole_forced = measured("whole strings right writing alone, teacher-forced", None, f"{forced['whole']:.1%}",
+                            value=forced["whole"], why=why)
+    whole_own = measured("whole strings right writing alone, own guesses", None, f"{own['whole']:.1%}",
+                         value=own["whole"], why=why)
+    print(f"{'  whole strings right':42}{whole_forced:>25}{whole_own:>25}")
+    rise_forced = measured("largest rise of the loss, teacher-forced", forced["rise"] <= JUMP, f"{forced['rise']:.3f}",
+                           f"{JUMP:g} or less", value=forced["rise"])
+    rise_own = measured("largest rise of the loss, own guesses", None, f"{own['rise']:.3f}", value=own["rise"],
+                        why="shown, not judged on its own: the stable verdict below compares the two curves")
+    print(f"{'largest rise of the loss above its lowest':42}{rise_forced:>25}{rise_own:>25}")
+    print(f"  (the loss starts near {forced['start']:.1f}; a rise of more than {JUMP:g} would be a jump)")
+
+    # Mistakes people make: "it only makes training fast and stable"
+    fast = learns_faster(forced, own)
+    print(f"Verdict: teacher forcing makes training fast: one pass a step, not {own['passes']:g}, and after {steps} "
+          f"steps\n  it writes above {LEARNED:.0%} of the totals right, the own-guesses decoder below {NOT_YET:.0%}: "
+          f"{said(fast)}")
+    record("teacher forcing makes training fast", fast,
+           value=f"passes {forced['passes']:g} vs {own['passes']:g}; right alone {forced['alone']:.3f} vs "
+                 f"{own['alone']:.3f}",
+           threshold=f"fewer passes; teacher-forced above {LEARNED:.0%}, own guesses below {NOT_YET:.0%}")
+    steady = steadier(forced, own)
+    if steady is None:
+        print("Stable: neither curve jumped: not a difference at this size (on its own guesses it was\n  slower, "
+              "not jumpier).")
+    elif steady:
+        print("Stable: only the own-guesses curve jumped.")
+    else:
+        print("Stable: the teacher-forced curve jumped.")
+    record("teacher forcing makes training stable", steady,
+           value=f"largest rise {forced['rise']:.3f} vs {own['rise']:.3f}",
+           threshold=f"a jump: a rise of more than {JUMP:g} above the lowest loss so far",
+           why=None if steady is not None else "neither curve jumped: no difference in steadiness to judge here")
+
+    # "one early mistake can leak into later inputs"; Mistakes people make: "Believing teacher
+    # forcing removes the training-versus-inference mismatch. It does not"
+    print("\nThe mismatch: the teacher-forced decoder trained only on gold totals before; writing alone it\n"
+          "reads its own, and its first slip hands it a total before of a kind training never showed it.")
+    print(f"{'':42}{'teacher-forced':>25}{'own guesses':>25}")
+    gold = measured("totals right with the gold prefix, teacher-forced", forced["gold"] > LEARNED,
+                    f"{forced['gold']:.1%}", f"above {LEARNED:.0%}", value=forced["gold"])
+    print(f"{'  totals right with the gold prefix':42}{gold:>25}")
+    slips = measured("totals right with the gold prefix and wrong alone, teacher-forced", None,
+                     f"{forced['slips']:.1%}", value=forced["slips"],
+                     why="shown, not judged: the mismatch shows after a slip")
+    print(f"{'  right with the gold prefix, wrong alone':42}{slips:>25}")
+    after = measured("totals right after one slip, teacher-forced", forced["after slip"] < NOT_YET,
+                     f"{forced['after slip']:.1%}", f"below {NOT_YET:.0%}", value=forced["after slip"])
+    after_own = measured("totals right after one slip, own guesses", None, f"{own['after slip']:.1%}",
+                         value=own["after slip"], why="the page claims nothing about the own-guesses decoder after a "
+                         "slip: shown beside, not judged")
+    label = f"  right from place {SLIP_AT + 1} on, after one slip"
+    print(f"{label:42}{after:>25}{'':20}{after_own}")  # left-aligned: its width differs from run to run
+    print(f"  (the slip: the total before place {SLIP_AT + 1} handed in off by one, as its own slips would be; the\n"
+          "   rule it learned, total = total before + digit, carries the slip into every later total.\n"
+          "   The own-guesses decoder's number is shown, not judged: the page claims nothing about it.)")
+    shows = mismatch_shows(forced)
+    print("Verdict: teacher forcing does not remove the training-versus-inference mismatch: the decoder it\n"
+          f"  trained (above {LEARNED:.0%} right with the gold prefix) meets at its first slip an input training "
+          f"never\n  showed it, and carries the slip on (below {NOT_YET:.0%} right after it): {said(shows)}")
+    record("trained on gold prefixes only, the decoder carries a slip on", shows,
+           value=f"gold prefix {forced['gold']:.3f}, after a slip {forced['after slip']:.3f}",
+           threshold=f"right with the gold prefix above {LEARNED:.0%} (it learned the rule); right after one slip "
+                     f"below {NOT_YET:.0%} (it carries the slip on)")
+    print("  (This is not a difference teacher forcing makes: a decoder that learned total = total before +\n"
+          "   digit carries a slip on however it was trained. It shows the mismatch is still there to meet.)")
+
+
+# ---------------------------------------------------------------- optional: data, measures, verdicts, knobs and Try it
+
+def training_and_held_out(seed, steps=STEPS):
+    """The training batches [steps, BATCH, T], and HELD_OUT strings none of which is in the
+    longest training --steps allows (so they are the same for every --steps)."""
+    batches = strings(torch.Generator().manual_seed(seed + 1), MAX_STEPS * BATCH).view(MAX_STEPS, BATCH, T)
+    seen = set(map(tuple, batches.reshape(-1, T).tolist()))
+    candidates = strings(torch.Generator().manual_seed(HELD_OUT_SEED), 2 * HELD_OUT)
+    unseen = torch.tensor([row not in seen for row in map(tuple, candidates.tolist())])
+    return batches[:steps], candidates[unseen][:HELD_OUT]
+
+
+def strings(g, n):
+    return torch.randint(0, 10, (n, T), generator=g)
+
+
+def measure(decoder, losses, passes, held_out):
+    """What the run prints of one trained decoder: its passes per step; the shares of the held-out
+    totals right writing alone, of whole strings right, right with the gold prefix, right with it
+    and wrong alone, right after one slip; the loss's largest rise and its start."""
+    with_gold, alone, after_slip = written(decoder, held_out)
+    return {"passes": passes, "rise": largest_rise(losses), "alone": alone.double().mean().item(),
+            "whole": alone.all(1).double().mean().item(), "gold": with_gold.double().mean().item(),
+            "slips": (with_gold & ~alone).double().mean().item(), "after slip": after_slip.double().mean().item(),
+            "start": losses[0]}
 
 
 def written(decoder, x):
@@ -165,110 +270,21 @@ def largest_rise(losses):
     return rise
 
 
-def learns_faster(tf, own):
-    return tf["passes"] < own["passes"] and tf["alone"] > LEARNED and own["alone"] < NOT_YET
+def learns_faster(forced, own):
+    return forced["passes"] < own["passes"] and forced["alone"] > LEARNED and own["alone"] < NOT_YET
 
 
-def steadier(tf, own):
+def steadier(forced, own):
     """True: only the own-guesses curve jumped; None: neither did (no difference to judge);
     False: the teacher-forced one jumped."""
-    if tf["rise"] > JUMP:
+    if forced["rise"] > JUMP:
         return False
     return True if own["rise"] > JUMP else None
 
 
-def mismatch_shows(tf):
-    return tf["gold"] > LEARNED and tf["after slip"] < NOT_YET
+def mismatch_shows(forced):
+    return forced["gold"] > LEARNED and forced["after slip"] < NOT_YET
 
-
-def lesson(args):
-    """One decoder, one start, the same strings: teacher-forced and on its own guesses."""
-    torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
-    steps = args.steps
-    batches, held_out = training_and_held_out(args.seed, steps)
-    runs = {}
-    for name, teacher_forced in (("tf", True), ("own", False)):
-        decoder, losses, passes = train(args.seed, batches, teacher_forced)
-        with_gold, alone, after_slip = written(decoder, held_out)
-        runs[name] = {"passes": passes, "rise": largest_rise(losses), "alone": alone.double().mean().item(),
-                      "whole": alone.all(1).double().mean().item(), "gold": with_gold.double().mean().item(),
-                      "slips": (with_gold & ~alone).double().mean().item(),
-                      "after slip": after_slip.double().mean().item(), "start": losses[0]}
-    tf, own = runs["tf"], runs["own"]
-
-    print(f"The task: under each of {T} digits write the running total's last digit, "
-          f"3 1 4 1 5 9 -> {' '.join(map(str, totals(torch.tensor([[3, 1, 4, 1, 5, 9]]))[0].tolist()))}.")
-    print(f"A small decoder writes total t from digit t and the total before it. Two copies, one start, "
-          f"{steps} steps\nof Adam on the same {BATCH} strings a step: teacher-forced (the total before is the gold "
-          "one) and on its\nown guesses (the total before is the one it wrote).")
-    print(f"\n{'':42}{'teacher-forced':>25}{'own guesses':>25}")
-    print(f"{'decoder passes one after another, a step':42}{tf['passes']:>25g}{own['passes']:>25g}")
-    print(f"{f'  in all {steps} steps':42}{tf['passes'] * steps:>25g}{own['passes'] * steps:>25g}")
-    print(f"held-out strings ({len(held_out)}), writing alone:")
-    right = measured("totals right writing alone, teacher-forced", tf["alone"] > LEARNED, f"{tf['alone']:.1%}",
-                     f"above {LEARNED:.0%}", value=tf["alone"])
-    wrong = measured("totals right writing alone, own guesses", own["alone"] < NOT_YET, f"{own['alone']:.1%}",
-                     f"below {NOT_YET:.0%}", value=own["alone"])
-    print(f"{'  totals right':42}{right:>25}{wrong:>25}")
-    whole_tf, whole_own = (measured(f"whole strings right writing alone, {who}", None, f"{r['whole']:.1%}",
-                                    value=r["whole"], why="the page counts totals; whole strings are shown, not judged")
-                           for who, r in (("teacher-forced", tf), ("own guesses", own)))
-    print(f"{'  whole strings right':42}{whole_tf:>25}{whole_own:>25}")
-    rise_tf = measured("largest rise of the loss, teacher-forced", tf["rise"] <= JUMP, f"{tf['rise']:.3f}",
-                       f"{JUMP:g} or less", value=tf["rise"])
-    rise_own = measured("largest rise of the loss, own guesses", None, f"{own['rise']:.3f}", value=own["rise"],
-                        why="shown, not judged on its own: the stable verdict below compares the two curves")
-    print(f"{'largest rise of the loss above its lowest':42}{rise_tf:>25}{rise_own:>25}")
-    print(f"  (the loss starts near {tf['start']:.1f}; a rise of more than {JUMP:g} would be a jump)")
-
-    fast = learns_faster(tf, own)
-    print(f"Verdict: teacher forcing makes training fast: one pass a step, not {own['passes']:g}, and after {steps} "
-          f"steps\n  it writes above {LEARNED:.0%} of the totals right, the own-guesses decoder below {NOT_YET:.0%}: "
-          f"{said(fast)}")
-    record("teacher forcing makes training fast", fast,
-           value=f"passes {tf['passes']:g} vs {own['passes']:g}; right alone {tf['alone']:.3f} vs {own['alone']:.3f}",
-           threshold=f"fewer passes; teacher-forced above {LEARNED:.0%}, own guesses below {NOT_YET:.0%}")
-    steady = steadier(tf, own)
-    words = {True: "only the own-guesses curve jumped", False: "the teacher-forced curve jumped",
-             None: "neither curve jumped: not a difference at this size (on its own guesses it was\n  slower, "
-                   "not jumpier)"}[steady]
-    print(f"Stable: {words}.")
-    record("teacher forcing makes training stable", steady, value=f"largest rise {tf['rise']:.3f} vs {own['rise']:.3f}",
-           threshold=f"a jump: a rise of more than {JUMP:g} above the lowest loss so far",
-           why=None if steady is not None else "neither curve jumped: no difference in steadiness to judge here")
-
-    print("\nThe mismatch: the teacher-forced decoder trained only on gold totals before; writing alone it\n"
-          "reads its own, and its first slip hands it a total before of a kind training never showed it.")
-    print(f"{'':42}{'teacher-forced':>25}{'own guesses':>25}")
-    gold = measured("totals right with the gold prefix, teacher-forced", tf["gold"] > LEARNED, f"{tf['gold']:.1%}",
-                    f"above {LEARNED:.0%}", value=tf["gold"])
-    print(f"{'  totals right with the gold prefix':42}{gold:>25}")
-    slips = measured("totals right with the gold prefix and wrong alone, teacher-forced", None, f"{tf['slips']:.1%}",
-                     value=tf["slips"], why="shown, not judged: the mismatch shows after a slip")
-    print(f"{'  right with the gold prefix, wrong alone':42}{slips:>25}")
-    after = measured("totals right after one slip, teacher-forced", tf["after slip"] < NOT_YET,
-                     f"{tf['after slip']:.1%}", f"below {NOT_YET:.0%}", value=tf["after slip"])
-    after_own = measured("totals right after one slip, own guesses", None, f"{own['after slip']:.1%}",
-                         value=own["after slip"], why="the page claims nothing about the own-guesses decoder after a "
-                         "slip: shown beside, not judged")
-    print(f"{f'  right from place {SLIP_AT + 1} on, after one slip':42}{after:>25}"
-          f"{'':20}{after_own}")  # left-aligned: its width, which differs from run to run, pads nothing
-    print(f"  (the slip: the total before place {SLIP_AT + 1} handed in off by one, as its own slips would be; the\n"
-          "   rule it learned, total = total before + digit, carries the slip into every later total.\n"
-          "   The own-guesses decoder's number is shown, not judged: the page claims nothing about it.)")
-    shows = mismatch_shows(tf)
-    print("Verdict: teacher forcing does not remove the training-versus-inference mismatch: the decoder it\n"
-          f"  trained (above {LEARNED:.0%} right with the gold prefix) meets at its first slip an input training "
-          f"never\n  showed it, and carries the slip on (below {NOT_YET:.0%} right after it): {said(shows)}")
-    record("trained on gold prefixes only, the decoder carries a slip on", shows,
-           value=f"gold prefix {tf['gold']:.3f}, after a slip {tf['after slip']:.3f}",
-           threshold=f"right with the gold prefix above {LEARNED:.0%} (it learned the rule); right after one slip "
-                     f"below {NOT_YET:.0%} (it carries the slip on)")
-    print("  (This is not a difference teacher forcing makes: a decoder that learned total = total before +\n"
-          "   digit carries a slip on however it was trained. It shows the mismatch is still there to meet.)")
-
-
-# ---------------------------------------------------------------- optional: knobs and Try it
 
 DESCRIPTION = ("One small decoder trained teacher-forced and on its own guesses: passes per step, steadiness, "
                "held-out strings, and the mismatch that remains (Week 2, section 1).")

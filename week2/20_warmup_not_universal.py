@@ -4,13 +4,13 @@ Page: Week 2, section 7 "Training tricks: label smoothing and the warm-up schedu
 the learning rate tiny, ramp it up linearly, then let it fall slowly", and its "Mistakes
 people make": "Claiming warm-up is a universal stability proof. It is a training choice."
 
-    with warm-up      lr(s) = peak * min(s / w, sqrt(w / s))   (week2/06's schedule, scaled to its peak)
-    without warm-up   lr(s) = peak * min(1, sqrt(w / s))       (the same fall, no ramp)
+    with warm-up      eta(s) = peak * min(s / w, sqrt(w / s))   (week2/06's schedule, scaled to its peak)
+    without warm-up   eta(s) = peak * min(1, sqrt(w / s))       (the same fall, no ramp)
 
 Four trainings of one small model, the same start and the same batches, differing only in
 the peak rate and the warm-up: a modest rate without warm-up; a higher rate without and with
 warm-up; ten times that rate with warm-up. Prints the schedules' first rates, each training's
-held-out loss after training (beside the band the page's picture needs), and a verdict on
+held-out loss after training (beside what the verdicts need of it), and a verdict on
 the belief and on warm-up as a choice.
 Setup (choices; the page gives none): week2/18's post-LN stack, 12 sublayers LN(x + F(x)),
 d = 16, and its task (a point's coordinates along 4 directions); torch.optim.Adam, its rate
@@ -42,14 +42,18 @@ HELD_OUT = 500  # held-out points, never trained on
 HELD_OUT_SEED = 2**32 + 12345  # their own generator, the same for every --seed, past every seed + 1
 TRAINED = 0.5  # a training worked: held-out loss below this share of always answering 0
 BROKE = 0.8  # a training broke: held-out loss above this share (no better than a guess), or not a number
-# the trainings: (what it is, peak rate, warm-up, what the page's picture needs of it: trains or breaks)
-RUNS = [("a modest rate, no warm-up", 0.01, False, "trains"), ("a higher rate, no warm-up", 0.05, False, "breaks"),
-        ("the higher rate, warm-up", 0.05, True, "trains"), ("ten times that, warm-up", 0.5, True, "breaks")]
+RUNS = [  # the trainings: (what it is, peak rate, warm-up, what the verdicts need of it: trains or breaks)
+    ("a modest rate, no warm-up", 0.01, False, "trains"),
+    ("a higher rate, no warm-up", 0.05, False, "breaks"),
+    ("the higher rate, warm-up", 0.05, True, "trains"),
+    ("ten times that, warm-up", 0.5, True, "breaks"),
+]
 
 
-def learning_rate(step, peak, warmup, w=WARMUP):
-    """The rate at step s (from 1): the ramp s / w only with warm-up, then the fall sqrt(w / s)."""
-    return peak * min(step / w if warmup else 1.0, math.sqrt(w / step))
+def learning_rate(s, peak, warmup, w=WARMUP):
+    """eta(s) at step s (from 1): the ramp s / w (with warm-up only), then the fall sqrt(w / s).
+    The page's eta(s) = d^(-1/2) min(s^(-1/2), s w^(-3/2)) is this with peak = (d w)^(-1/2)."""
+    return peak * min(s / w if warmup else 1.0, math.sqrt(w / s))
 
 
 class PostLNStack(nn.Module):
@@ -81,22 +85,84 @@ def starting_stack(seed):
         torch.set_default_dtype(before)
 
 
-def points(g, n, directions):
-    """n random points x [n, d] and their coordinates along the directions [n, outputs]."""
-    x = torch.randn(n, D, generator=g, dtype=torch.float64)
-    return x, x @ directions
-
-
 def train(stack, peak, warmup, batches, w=WARMUP, fused=True):
     """Adam (torch's betas and eps) on the squared error of every batch, its rate set by the
     schedule at each step. fused: torch's one-kernel Adam, the same steps as its plain one in
     about 40% less CPU time here (tests/test_warmup_not_universal.py holds the two equal)."""
     optimizer = torch.optim.Adam(stack.parameters(), lr=peak, fused=fused)
-    for step, (x, y) in enumerate(batches, start=1):
-        optimizer.param_groups[0]["lr"] = learning_rate(step, peak, warmup, w)
+    for s, (x, y) in enumerate(batches, start=1):
+        optimizer.param_groups[0]["lr"] = learning_rate(s, peak, warmup, w)
         optimizer.zero_grad()
         F.mse_loss(stack(x), y).backward()
         optimizer.step()
+
+
+def lesson(args):
+    """The schedule with and without warm-up; four trainings, one start, one stream of batches,
+    only the schedule differing; then the page's mistake, tested on them."""
+    torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
+    w = args.warmup
+    batches, held_out = training_and_held_out(args.seed)
+    after = held_out_losses(args.seed, RUNS, batches, held_out, w)  # each training's held-out loss, in RUNS' order
+
+    print(f"week2/18's post-LN stack ({DEPTH} sublayers LN(x + F(x)), d = {D}) learns a point's coordinates "
+          f"along {OUTPUTS}")
+    print(f"directions: {STEPS} steps of Adam on the same batches of {BATCH} points, from the same start. "
+          f"Only the\nschedule differs: the rate rises from tiny to its peak over w = {w} steps (warm-up) or "
+          f"starts at its\npeak (no warm-up); after step {w} both fall as sqrt(w / s).")
+    peak = RUNS[1][1]  # the higher rate, trained both with and without warm-up
+    shown = sorted({1, 10, w, STEPS})
+    print("  rate at step   " + "".join(f"{s:>9}" for s in shown) + f"   (peak {peak:g})")
+    for label, warmup in (("warm-up", True), ("no warm-up", False)):
+        print(f"  {label:13}" + "".join(f"{learning_rate(s, peak, warmup, w):>9.4f}" for s in shown))
+
+    print(f"\n  {'training':30}{'peak':>6}   held-out loss after")
+    for (label, peak, _, needs), loss in zip(RUNS, after, strict=True):
+        if needs == "trains":
+            text = measured(f"held-out loss, {label}", trained(loss), f"{loss:.3f}", f"trains: below {TRAINED:g}",
+                            value=loss)
+        else:
+            text = measured(f"held-out loss, {label}", broke(loss), f"{loss:.3f}", f"breaks: above {BROKE:g} or nan",
+                            value=loss)
+        print(f"  {label:30}{peak:>6g}   {text}")
+    print(f"  (loss: {HELD_OUT} held-out points' squared error / always answering 0's; 1 is no better than that;\n"
+          "   in brackets, what the verdicts below need of each training: to train, or to break, ending no\n"
+          "   better than a guess or blowing up (nan: not a number))")
+
+    # Mistakes people make: "Claiming warm-up is a universal stability proof. It is a training choice."
+    refuted = not_universal(after)
+    found = ("wrong: a training\n  broke with warm-up in place, and one trained well without it" if refuted else
+             "not refuted here: it needs a\n  training that broke with warm-up and one that trained without it")
+    print(f"Verdict on 'warm-up is a universal stability proof': {found}: {said(refuted)}")
+    record("warm-up is not a universal stability proof", refuted,
+           value=", ".join(f"{label} {loss:.2f}" for (label, *_), loss in zip(RUNS, after, strict=True)),
+           threshold=f"a warm-up training above {BROKE:g} (broke); a training without warm-up below {TRAINED:g}")
+    rescued = warmup_rescues(after)
+    found = ("matters: at the same peak\n  it turned a training that broke into one that trained" if rescued else
+             "would matter if at the same peak it\n  turned a training that broke into one that trained; it did not")
+    print(f"Verdict: it is a training choice, and here one that {found}: {said(rescued)}")
+    record("warm-up is a training choice that can matter", rescued,
+           value=", ".join(f"{loss:.2f}" for loss in after[1:3]),
+           threshold=f"same peak: without warm-up above {BROKE:g}, with it below {TRAINED:g}")
+
+
+# ---------------------------------------------------------------- optional: data, measures, verdicts, knobs and Try it
+
+def training_and_held_out(seed):
+    """The batches [(x [BATCH, d], y [BATCH, outputs])] * STEPS, the same for every training, and
+    HELD_OUT points from a generator of their own: a point's coordinates along OUTPUTS unit
+    directions, drawn from the seed."""
+    directions = F.normalize(torch.randn(D, OUTPUTS, generator=torch.Generator().manual_seed(seed + 2),
+                                         dtype=torch.float64), dim=0)  # [d, outputs], unit columns
+    held_out = points(torch.Generator().manual_seed(HELD_OUT_SEED), HELD_OUT, directions)
+    g = torch.Generator().manual_seed(seed + 1)  # the batches
+    return [points(g, BATCH, directions) for _ in range(STEPS)], held_out
+
+
+def points(g, n, directions):
+    """n random points x [n, d] and their coordinates along the directions [n, outputs]."""
+    x = torch.randn(n, D, generator=g, dtype=torch.float64)
+    return x, x @ directions
 
 
 def held_out_losses(seed, runs, batches, held_out, w=WARMUP):
@@ -112,77 +178,27 @@ def held_out_losses(seed, runs, batches, held_out, w=WARMUP):
     return after
 
 
-def trained(share):
-    return share < TRAINED
+def trained(loss):
+    return loss < TRAINED
 
 
-def broke(share):
-    return not share <= BROKE  # not a number counts as broken
+def broke(loss):
+    return not loss <= BROKE  # not a number counts as broken
 
 
 def not_universal(after):
     """The belief is refuted by a training that broke with warm-up and one fine without it."""
-    return any(broke(a) and warmup for a, (_, _, warmup, _) in zip(after, RUNS, strict=True)) and any(
-        trained(a) and not warmup for a, (_, _, warmup, _) in zip(after, RUNS, strict=True))
+    warmups = [warmup for _, _, warmup, _ in RUNS]
+    return (any(broke(loss) and warmup for loss, warmup in zip(after, warmups, strict=True))
+            and any(trained(loss) and not warmup for loss, warmup in zip(after, warmups, strict=True)))
 
 
 def warmup_rescues(after):
     """The same peak rate: broke without warm-up, trained with it."""
-    by_run = {(peak, warmup): a for a, (_, peak, warmup, _) in zip(after, RUNS, strict=True)}
+    by_run = {(peak, warmup): loss for loss, (_, peak, warmup, _) in zip(after, RUNS, strict=True)}
     return any(broke(by_run[peak, False]) and trained(by_run[peak, True])
                for peak, warmup in by_run if warmup and (peak, False) in by_run)
 
-
-def lesson(args):
-    """Four trainings, one start, one stream of batches; only the schedule differs."""
-    torch.set_num_threads(1)  # matrices this small run faster on one thread; the numbers do not change
-    directions = F.normalize(torch.randn(D, OUTPUTS, generator=torch.Generator().manual_seed(args.seed + 2),
-                                         dtype=torch.float64), dim=0)  # [d, outputs], unit columns
-    held_out = points(torch.Generator().manual_seed(HELD_OUT_SEED), HELD_OUT, directions)
-    g = torch.Generator().manual_seed(args.seed + 1)  # the batches, the same for every training
-    batches = [points(g, BATCH, directions) for _ in range(STEPS)]
-    w_steps = args.warmup
-    after = held_out_losses(args.seed, RUNS, batches, held_out, w_steps)
-
-    print(f"week2/18's post-LN stack ({DEPTH} sublayers LN(x + F(x)), d = {D}) learns a point's coordinates "
-          f"along {OUTPUTS}")
-    print(f"directions: {STEPS} steps of Adam on the same batches of {BATCH} points, from the same start. "
-          f"Only the\nschedule differs: the rate rises from tiny to its peak over w = {w_steps} steps (warm-up) or "
-          f"starts at its\npeak (no warm-up); after step {w_steps} both fall as sqrt(w / s).")
-    peak = RUNS[1][1]
-    shown = sorted({1, 10, w_steps, STEPS})
-    print("  rate at step   " + "".join(f"{s:>9}" for s in shown) + f"   (peak {peak:g})")
-    for label, warmup in (("warm-up", True), ("no warm-up", False)):
-        print(f"  {label:13}" + "".join(f"{learning_rate(s, peak, warmup, w_steps):>9.4f}" for s in shown))
-    print(f"\n  {'training':30}{'peak':>6}   held-out loss after")
-    for (label, peak, _, needs), share in zip(RUNS, after, strict=True):
-        band = f"trains: below {TRAINED:g}" if needs == "trains" else f"breaks: above {BROKE:g} or nan"
-        loss = measured(f"held-out loss, {label}", trained(share) if needs == "trains" else broke(share),
-                        f"{share:.3f}", band, value=share)
-        print(f"  {label:30}{peak:>6g}   {loss}")
-    print(f"  (loss: {HELD_OUT} held-out points' squared error / always answering 0's; 1 is no better than that;\n"
-          "   in brackets, what the page's picture needs of each training: to train, or to break, ending no\n"
-          "   better than a guess or blowing up (nan: not a number))")
-
-    refuted = not_universal(after)
-    print("Verdict on 'warm-up is a universal stability proof': " + (
-        "wrong: a training\n  broke with warm-up in place, and one trained well without it" if refuted else
-        "not refuted here: it needs a\n  training that broke with warm-up and one that trained without it")
-        + f": {said(refuted)}")
-    record("warm-up is not a universal stability proof", refuted,
-           value=", ".join(f"{peak:g}{' warm-up' * warmup} {a:.2f}" for a, (_, peak, warmup, _) in zip(after, RUNS,
-                                                                                                     strict=True)),
-           threshold=f"a warm-up training above {BROKE:g} (broke); a training without warm-up below {TRAINED:g}")
-    rescued = warmup_rescues(after)
-    print("Verdict: it is a training choice, and here one that " + (
-        "matters: at the same peak\n  it turned a training that broke into one that trained" if rescued else
-        "would matter if at the same peak it\n  turned a training that broke into one that trained; it did not")
-        + f": {said(rescued)}")
-    record("warm-up is a training choice that can matter", rescued, value=", ".join(f"{a:.2f}" for a in after[1:3]),
-           threshold=f"same peak: without warm-up above {BROKE:g}, with it below {TRAINED:g}")
-
-
-# ---------------------------------------------------------------- optional: knobs and Try it
 
 DESCRIPTION = ("Four trainings that differ only in the peak rate and the warm-up: one breaks with warm-up, one is "
                "fine without it, one is rescued by it (Week 2, section 7).")
