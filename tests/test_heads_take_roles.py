@@ -553,7 +553,7 @@ def test_a_head_that_breaks_no_blank_is_held_at_the_edge(ht):
     assert ht.breaking_nothing(knocked_alone((0.2, 1.0), (0.49, 0.99)), ("b",)) == [0, 1]  # only (b) trained
     roles = ["before", "nouns", "nouns", "nouns"]
     outcome, out = caution(ht, knocked_alone((0.3, 1.0), (0.99, 0.81), (0.99, 0.95), (0.99, 0.81), roles=roles))
-    assert outcome == UPHOLDS and out.splitlines()[2] == ("  roles: 1 on the word just before, 3 on the first noun, "
+    assert outcome == UPHOLDS and out.splitlines()[3] == ("  roles: 1 on the word just before, 3 on the first noun, "
                                                           "0 with no single role")
     # the knock-out rows print bare; one number is judged: the least harmful knock-out's worse blank,
     # 50% or more exactly when the caution holds

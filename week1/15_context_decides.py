@@ -340,9 +340,10 @@ def show_usual_layer(n_right, kinds, usual):
     n_held = len(usual["right"])
     looking = sum(looking for looking, _ in kinds.values())
     usual_right, usual_looking = int(usual["right"].sum()), sum(n for n, _ in looks_by_kind(usual).values())
-    print("\nWeek 1, section 2, \"Mistakes people make\": \"a weight is a guaranteed explanation\". The same")
-    print("training with the usual layer 2 in place of the fetch (values mixed by layer 1, W_V, W_O, a")
-    print(f"residual, an output layer of its own), on the {n_held} held-out sentences:")
+    print("\nWeek 1, section 2, \"Mistakes people make\": \"A weight is a learned soft alignment, not a")
+    print("guaranteed explanation of why the model decided something.\" The same training with the usual")
+    print("layer 2 in place of the fetch (values mixed by layer 1, W_V, W_O, a residual, an output layer of")
+    print(f"its own), on the {n_held} held-out sentences:")
     print(f"  {'':40} {'layer 2, the fetch':20} the usual layer 2")
     rows = (("answered right", n_right, usual_right, f"at least {ACCURATE:.0%} of {n_held}",
              usual_right >= ACCURATE * n_held),

@@ -180,7 +180,7 @@ def lesson(args):
     show_example(maps, sentence, m["roles"], new_from)
     # "The block blends them all."
     show_blend(m, heads, task)
-    # Week 1, section 5, Mistakes: "heads find distinct, readable roles", with more heads than jobs
+    # Week 1, section 5, Mistakes: "distinct, readable roles are not guaranteed", with more heads than jobs
     show_more_heads(by_heads[MORE], task)
     print(save_figure(plot(maps, sentence, m["roles"], new_from), figure_path(args, FIGURE)))
     return model, held, m, sentence
@@ -412,7 +412,7 @@ def show_blend(m, heads, task):
 
 
 def show_more_heads(m, task):
-    """Week 1, section 5, Mistakes: "heads find distinct, readable roles". The same training with
+    """Week 1, section 5, Mistakes: "distinct, readable roles are not guaranteed". The same training with
     MORE heads (m: its measure()): their roles, each knocked out alone, and the verdict on the
     caution: a head whose knock-out alone breaks no blank, its job done by other heads (or none
     the blanks need)."""
@@ -420,8 +420,8 @@ def show_more_heads(m, task):
     learned = filled(m["all"], trained)  # a knock-out can only break a blank that was filled
     idle = breaking_nothing(m, trained)
     kept = least_harm(m, trained)
-    print(f"\n\"Heads find distinct, readable roles\" (Week 1, section 5, Mistakes): the same training with "
-          f"{heads} heads")
+    print("\nWeek 1, section 5, \"Mistakes people make\": \"Heads can specialise, but distinct, readable roles")
+    print(f"are not guaranteed.\" The same training with {heads} heads")
     print(f"  roles: {roles_in_words(m['roles'])}")
     print("  blanks filled right, every held-out word with both answers:")
     row = filled_right(f"{heads} heads, all heads", m["all"], {q: FILLED for q in trained})
