@@ -635,7 +635,7 @@ def test_no_mask_flips_the_mask_verdict(runs):
     outcomes = outcomes_of(runs[NO_MASK])
     assert outcomes["held-out strings decoded exactly"] == CONTRADICTS  # 0/200 alone
     assert outcomes["held-out strings right at every position with the gold prefix"] == UPHOLDS
-    assert outcomes["of those, written right on its own"] == UPHOLDS  # fewer than all of them: the cheat
+    assert outcomes["of those, written right on its own"] == UPHOLDS  # fewer than all of them: it copied its answers
     assert outcomes["position t's scores the same prefix by prefix as in one pass"] == UPHOLDS  # they differ
     assert outcomes["the causal mask: training teaches what generation needs"] == UPHOLDS
     assert outcomes["the decoder uses its own position tags and token embeddings"] == NOT_TESTED

@@ -255,13 +255,13 @@ def show_task(task, sources, targets):
 
 def show_setup(model, steps, causal):
     """The model, the schedule, and label smoothing's floor (section 7)."""
-    print(f"model: d_model={D_MODEL}, h={HEADS} heads, d_ff={D_FF}, 1 encoder layer + 1 decoder layer, post-LN;\n"
+    print(f"model: d={D_MODEL}, h={HEADS} heads, f={D_FF}, 1 encoder layer + 1 decoder layer, post-LN;\n"
           f"  {n_params(model):,} parameters")
     print(f"training: {steps} steps of {BATCH} fresh pairs, Adam with betas={BETAS}, eps={ADAM_EPS:g} (neither\n"
           "  the paper's nor torch's defaults: week2/NOTES.md, section 12),\n"
           f"  lr = {LR_SCALE} * d^-0.5 * min(s^-0.5, s * w^-1.5) with w={WARMUP} (peak {learning_rate(WARMUP):.4f} "
           f"at step {WARMUP})")
-    print(f"  (d = d_model = {D_MODEL}, s = the step, w = the warm-up steps: week2/06's schedule)")
+    print(f"  (d = {D_MODEL}, s = the step, w = the warm-up steps: week2/06's schedule)")
     q = smoothed_target(torch.tensor(EOS))
     print(f"label smoothing eps={EPSILON} (section 7): the target q is {q[EOS]:.4f} for the right token\n"
           f"  and {q[PAD]:.4f} for each of the other {V - 1},")
@@ -337,7 +337,8 @@ def show_mask(model, final, held_src, held_tgt, causal):
     print(f"    before k move by {on_text} with the mask, by {off_text} without it")
     record("a later input moves earlier positions only without the mask", on < SAME <= off,
            value=f"with {on:.3g}, without {off:.3g}", threshold=f"with the mask {below}, without it {above}")
-    print("  (without the mask, position k - 1 reads input k, its own label: the cheat that --no-mask learns)")
+    print("  (without the mask, position k - 1 reads input k, its own answer: a model trained with --no-mask "
+          "copies it)")
     holds, saying = mask_verdict(causal, final, apart < SAME)
     print(f"Verdict: {saying}")
     record("the causal mask: training teaches what generation needs", holds, value=f"{taught} gold, {kept} alone",
@@ -771,13 +772,14 @@ def words(tokens):
 
 DESCRIPTION = ("Train a tiny encoder-decoder Transformer on the CPU: teacher forcing, masks, cross-attention, "
                "positions, post-LN, label smoothing, warm-up, Adam, greedy decoding (Week 2, all sections).\n"
-               "Training runs a little differently on each CPU: each trained number is printed beside the band "
-               "its claim needs.")
+               "Training runs a little differently on each CPU: each trained number is printed beside the threshold "
+               "its claim is judged by.")
 KNOBS = [knob("--task", choices=["reverse", "copy"], default="reverse", help="what to learn"),
          knob("--steps", type=int_range(EARLY, MAX_STEPS), default=STEPS,
               help="training steps (the held-out strings are the same for every value)"),
          knob("--seed", type=SEED, default=42, help="seed of the starting weights and training strings"),
-         knob("--no-mask", action="store_true", help="train (and decode) without the causal mask: the cheat")]
+         knob("--no-mask", action="store_true", help="train (and decode) without the causal mask: each position "
+              "also sees its own answer")]
 TRY_IT = [("--no-mask", "no causal mask: every answer is read from the next input, so it is perfect with the gold "
            "prefix and writes none of the strings right on its own"),
           ("--task copy", "copy instead of reverse: the alignment becomes the diagonal"),
