@@ -146,8 +146,8 @@ def learning_rate(step, d_model=D_MODEL, warmup=WARMUP, scale=LR_SCALE):
 
 
 def train(model, sources, targets, causal=True):
-    """Train the model, teacher forced, one batch of pairs a step (sources, targets [steps, B, 7]).
-    Yields (step, loss) after each step."""
+    """Train the model, teacher forced, one batch of pairs a step (sources [steps, B, S], targets
+    [steps, B, T]). Yields (step, loss) after each step."""
     # fused: torch's one-kernel Adam, the same update as its plain one, quicker on the model's many small tensors
     optimizer = torch.optim.Adam(model.parameters(), betas=BETAS, eps=ADAM_EPS, fused=True)
     for step, (src, tgt) in enumerate(zip(sources, targets, strict=True), start=1):  # [B, S], labels [B, T]
@@ -315,8 +315,8 @@ def show_mask(model, final, held_src, held_tgt, causal):
     taught, kept = final["forced_exact"], final["both_exact"]
     claim = "held-out strings right at every position with the gold prefix"
     print(f"  {claim}: {measured(claim, taught == HELD_OUT, f'{taught}/{HELD_OUT}', f'all {HELD_OUT}', value=taught)}")
-    claim, band = "of those, written right on its own", "all of them" if causal else "fewer than all of them"
-    print(f"    {claim}: {measured(claim, (kept == taught) == causal, f'{kept}/{taught}', band, value=kept)}")
+    claim, threshold = "of those, written right on its own", "all of them" if causal else "fewer than all of them"
+    print(f"    {claim}: {measured(claim, (kept == taught) == causal, f'{kept}/{taught}', threshold, value=kept)}")
 
     below, above = f"below {SAME:g}", f"{SAME:g} or more"
     dec_in, real = shift_right(held_tgt), held_tgt != PAD
@@ -366,9 +366,11 @@ def show_cross_attention(model, final, held_src, held_tgt, task, causal):
     print(f"  averaged over the {int(full.sum())} held-out strings of length {MAX_LEN}, rows t = 0..{MAX_LEN - 1}\n"
           f"    look most at source positions {peaks}")
     every = bool((top2.indices[:, 0] == mirror(MAX_LEN, task)).all())
-    seen = "" if causal or not every else (f" (with the gold input in view, which also holds the answer: alone it "
-                                          f"wrote {final['exact']}/{HELD_OUT} right)")
-    print(f"  every row on the {what}: {yes(every)}{seen}")
+    line = f"  every row on the {what}: {yes(every)}"
+    if every and not causal:  # --no-mask: the answer itself was in view
+        line += (" (with the gold input in view, which also holds the answer: alone it wrote "
+                 f"{final['exact']}/{HELD_OUT} right)")
+    print(line)
     record(f"the averaged map: every row on the {what}", every, value=f"peaks {peaks}, lead {lead:.3f}",
            threshold=f"each row's largest weight on the {what}")
     lead_text = measured("the averaged map: the smallest lead of a row's largest weight", None, f"{lead:.3f}",
