@@ -85,7 +85,8 @@ class Transformer(nn.Module):
     def forward(self, src, dec_in, causal=True, fast=False):
         """Steps 1 to 5's linear layer, every target position at once (training's pass: teacher
         forcing + the mask): the scores [B, T, V] and the cross-attention weights [B, h, T, S]."""
-        z, A = self.decode(dec_in, self.encode(src, fast), src, causal, fast)  # [B, T, d], [B, h, T, S]
+        memory = self.encode(src, fast)  # steps 1 and 2: [B, S, d]
+        z, A = self.decode(dec_in, memory, src, causal, fast)  # steps 3 and 4: [B, T, d], [B, h, T, S]
         return self.out(z), A  # step 5's linear layer: [B, T, V]
 
 
@@ -99,6 +100,25 @@ def shift_right(target):
 def next_word_probabilities(scores):
     """Step 5's softmax over the V scores of each position: [B, T, V] -> probabilities [B, T, V]."""
     return torch.softmax(scores, dim=-1)
+
+
+@torch.inference_mode()
+def generate(model, src, causal=True):
+    """Generation (section 8): start from <s>, append the most likely next token (a digit or
+    </s>: <pad> and <s> are never written), run the decoder again on the longer input, until
+    every row has written </s> (or as many tokens as its row holds). Returns the tokens
+    written [B, n] and the scores each step chose from [B, n, V]."""
+    memory = model.encode(src)  # [B, S, d]: the source is read once
+    written = torch.full((len(src), 1), BOS)  # [B, 1]
+    step_scores = []
+    for _ in range(src.shape[1]):
+        z, _ = model.decode(written, memory, src, causal)  # [B, n, d]
+        scores = model.out(z[:, -1])  # [B, V]: step 5 on the last position (the largest score, the likeliest)
+        step_scores.append(scores)
+        written = torch.cat([written, scores[:, EOS:].argmax(-1, keepdim=True) + EOS], dim=1)
+        if (written == EOS).any(dim=1).all():
+            break
+    return written[:, 1:], torch.stack(step_scores, dim=1)
 
 
 # ---------------------------------------------------------------- section 7: training
@@ -160,25 +180,6 @@ def train(model, sources, targets, causal=True):
         loss.backward()
         optimizer.step()
         yield step, loss.item()
-
-
-@torch.inference_mode()
-def generate(model, src, causal=True):
-    """Generation (section 8): start from <s>, append the most likely next token (a digit or
-    </s>: <pad> and <s> are never written), run the decoder again on the longer input, until
-    every row has written </s> (or as many tokens as its row holds). Returns the tokens
-    written [B, n] and the scores each step chose from [B, n, V]."""
-    memory = model.encode(src)  # [B, S, d]: the source is read once
-    written = torch.full((len(src), 1), BOS)  # [B, 1]
-    step_scores = []
-    for _ in range(src.shape[1]):
-        z, _ = model.decode(written, memory, src, causal)  # [B, n, d]
-        scores = model.out(z[:, -1])  # [B, V]: step 5 on the last position (the largest score, the likeliest)
-        step_scores.append(scores)
-        written = torch.cat([written, scores[:, EOS:].argmax(-1, keepdim=True) + EOS], dim=1)
-        if (written == EOS).any(dim=1).all():
-            break
-    return written[:, 1:], torch.stack(step_scores, dim=1)
 
 
 # ---------------------------------------------------------------- the lesson: the training, then the page's order
