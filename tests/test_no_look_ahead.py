@@ -37,14 +37,14 @@ def week2_12(module, fast):
     its input tokens [N, T], the source fixed."""
     model = module.build_model(0).double()
     g = torch.Generator().manual_seed(0)
-    src = torch.randint(module.EOS + 1, module.N_WORDS, (ROWS, T), generator=g)
-    dec_in = torch.randint(module.EOS + 1, module.N_WORDS, (ROWS, T), generator=g)
+    src = torch.randint(module.EOS + 1, module.V, (ROWS, T), generator=g)
+    dec_in = torch.randint(module.EOS + 1, module.V, (ROWS, T), generator=g)
 
     def outputs(dec_in):
         scores, A = model(src, dec_in, True, fast=fast)  # [N, T, V], [N, h, T, S]
         return scores if fast else torch.cat([scores, A.transpose(1, 2).flatten(-2)], dim=-1)
 
-    return outputs, [(dec_in, module.N_WORDS, module.EOS + 1)], 1
+    return outputs, [(dec_in, module.V, module.EOS + 1)], 1
 
 
 def week2_19(module, fast):

@@ -25,7 +25,7 @@ import torch.nn.functional as F
 import run_all
 from check import comparing
 from check.comparing import THIS_RUN
-from tests.conftest import DEFAULT_RUNS, SCRATCH, SCRIPTS, TRY_ITS, Printed, lesson_run, load_script
+from tests.conftest import DEFAULT_RUNS, SCRATCH, SCRIPTS, TRY_ITS, Printed, lesson_run, load_script, main_in_process
 from tests.test_portability import RUNS as PORTABILITY_RUNS
 
 NAME = "week2/12_train_tiny_transformer"
@@ -53,8 +53,9 @@ lesson.main()
 PLAIN = lesson_run(NAME, SCRIPTS[NAME], "--steps", "200", path=PLAIN_LOSS)
 
 # Models that never used one of the decoder's own inputs: the lesson trained (and run) with its
-# decoder's position tags left out, or with every decoder token embedding one vector. Taking the
-# piece away then changes nothing, and the verdict on the decoder's own inputs must turn.
+# decoder's step 3 made as the experiment makes it with the piece taken away (its position tags left
+# out, or every decoder token embedding one vector). Taking that piece away then changes nothing,
+# and the verdict on the decoder's own inputs must turn.
 NEVER_USED = SCRATCH / "decoder_never_used.py"
 NEVER_USED.write_text("""
 import importlib.util, sys
@@ -62,8 +63,8 @@ path, piece = sys.argv[1:3]
 spec = importlib.util.spec_from_file_location("lesson", path)
 lesson = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(lesson)
-original = lesson.decoder_input
-lesson.decoder_input = lambda model, dec_in, without=None: original(model, dec_in, piece)
+taken_away = {kind.piece: kind for kind in (lesson.WithoutDecoderTags, lesson.OneDecoderToken)}[piece]
+lesson.Transformer.embed_target = taken_away.embed_target
 sys.argv = [path]
 lesson.main()
 """)
@@ -115,22 +116,22 @@ def batch(tt, seed=0, n=128):
 @pytest.mark.parametrize("epsilon", [0.0, 0.1, 0.3])
 def test_label_smoothing_matches_torch(tt, epsilon):
     torch.manual_seed(0)
-    scores = 3 * torch.randn(5, 7, tt.N_WORDS)
-    labels = torch.randint(tt.EOS, tt.N_WORDS, (5, 7))
+    scores = 3 * torch.randn(5, 7, tt.V)
+    labels = torch.randint(tt.EOS, tt.V, (5, 7))
     labels[:, 4:] = tt.PAD  # padding positions do not count
     mine = tt.smoothed_loss(scores, labels, epsilon)
-    theirs = F.cross_entropy(scores.reshape(-1, tt.N_WORDS), labels.reshape(-1), label_smoothing=epsilon,
+    theirs = F.cross_entropy(scores.reshape(-1, tt.V), labels.reshape(-1), label_smoothing=epsilon,
                              ignore_index=tt.PAD)
     torch.testing.assert_close(mine, theirs, rtol=0, atol=1e-6)
     q = tt.smoothed_target(labels, epsilon)
     torch.testing.assert_close(q.sum(-1), torch.ones(5, 7))
-    assert q[0, 0, labels[0, 0]].item() == pytest.approx(1 - epsilon + epsilon / tt.N_WORDS)
+    assert q[0, 0, labels[0, 0]].item() == pytest.approx(1 - epsilon + epsilon / tt.V)
 
 
 def test_the_other_smoothing_convention_would_fail_the_same_check(tt):
     torch.manual_seed(0)
-    scores, labels = 3 * torch.randn(6, tt.N_WORDS), torch.randint(tt.EOS, tt.N_WORDS, (6,))
-    gold_exact = torch.full((6, tt.N_WORDS), 0.1 / (tt.N_WORDS - 1)).scatter(-1, labels[:, None], 0.9)
+    scores, labels = 3 * torch.randn(6, tt.V), torch.randint(tt.EOS, tt.V, (6,))
+    gold_exact = torch.full((6, tt.V), 0.1 / (tt.V - 1)).scatter(-1, labels[:, None], 0.9)
     other = -(gold_exact * torch.log_softmax(scores, -1)).sum(-1).mean()
     theirs = F.cross_entropy(scores, labels, label_smoothing=0.1)
     assert abs(other - theirs).item() > 1e-3
@@ -170,7 +171,7 @@ def test_fast_attention_is_the_plain_formula_at_the_lessons_sizes(tt):
     model = lesson_layers(tt, 7)
     src, tgt = batch(tt)
     dec_in = tt.shift_right(tgt)
-    assert src.shape == (tt.BATCH, tt.T) == (128, 7) and (src == tt.PAD).any() and (dec_in == tt.PAD).any()
+    assert src.shape == (tt.BATCH, tt.ROW) == (128, 7) and (src == tt.PAD).any() and (dec_in == tt.PAD).any()
     for causal in (True, False):
         got = {}
         for fast in (False, True):
@@ -189,12 +190,12 @@ def test_the_training_line_prints_the_adam_settings_training_uses(tt, adams_made
     """The run prints Adam's betas and eps on its training line (neither the paper's 0.98 and
     1e-9 nor torch's 0.999 and 1e-8: week2/NOTES.md, section 12), and they are the ones train()
     hands torch.optim.Adam."""
-    sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
-    tt.train(0, sources[:1], targets[:1], True, held)
+    sources, targets, _ = tt.training_and_held_out(0, tt.EARLY, "reverse")
+    list(tt.train(tt.build_model(0), sources[:1], targets[:1], True))
     (optimizer,) = adams_made
     betas, eps = optimizer.defaults["betas"], optimizer.defaults["eps"]
     assert (betas, eps) not in (((0.9, 0.98), 1e-9), ((0.9, 0.999), 1e-8))
-    out, _ = recorded(tt.show_setup, 0, tt.STEPS, True)
+    out, _ = recorded(tt.show_setup, tt.build_model(0), tt.STEPS, True)
     assert f"training: 400 steps of 128 fresh pairs, Adam with betas=({betas[0]}, {betas[1]}), eps={eps:g} " in out
 
 
@@ -206,16 +207,17 @@ PRECISION = [(torch.float64, 1e-12, 1e-10), (torch.float32, 1e-5, 1e-4)]
 
 
 @pytest.mark.parametrize("dtype, losses_within, weights_within", PRECISION)
-def test_training_with_the_fast_paths_is_the_plain_loop(tt, dtype, losses_within, weights_within, monkeypatch):
+def test_training_with_the_fast_paths_is_the_plain_loop(tt, dtype, losses_within, weights_within):
     """train() (fast attention, torch.optim.Adam with fused=True, the schedule set per step) over
     six steps of the lesson's batches against the ordinary loop written out with the plain
     attention and the default Adam: the same losses and the same weights, to float64 rounding
     in float64 and to float32 rounding in float32 (the run's own)."""
-    built = tt.build_model
-    monkeypatch.setattr(tt, "build_model", lambda seed: built(seed).to(dtype))
-    sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
-    mine, losses, _ = tt.train(0, sources[:6], targets[:6], True, held)
-    theirs = tt.build_model(0)
+    sources, targets, _ = tt.training_and_held_out(0, tt.EARLY, "reverse")
+    mine = tt.build_model(0).to(dtype)
+    steps_and_losses = list(tt.train(mine, sources[:6], targets[:6], True))
+    assert [step for step, _ in steps_and_losses] == [1, 2, 3, 4, 5, 6]  # it yields each step, counted from 1
+    losses = [loss for _, loss in steps_and_losses]
+    theirs = tt.build_model(0).to(dtype)
     optimizer = torch.optim.Adam(theirs.parameters(), betas=(0.9, 0.9999), eps=1e-6)
     assert optimizer.defaults["fused"] is None and (tt.BETAS, tt.ADAM_EPS) == ((0.9, 0.9999), 1e-6)
     plain_losses = []
@@ -230,7 +232,7 @@ def test_training_with_the_fast_paths_is_the_plain_loop(tt, dtype, losses_within
     for (name, p), q in zip(mine.named_parameters(), theirs.parameters(), strict=True):
         assert p.dtype == dtype
         torch.testing.assert_close(p, q, rtol=0, atol=weights_within, msg=name)
-    assert (mine.out.weight - tt.build_model(0).out.weight).abs().max() > 5e-3  # six steps moved them (0.011)
+    assert (mine.out.weight - tt.build_model(0).out.weight.to(dtype)).abs().max() > 5e-3  # six steps moved them (0.011)
 
 
 def copy_into_torch(block, mha):
@@ -253,7 +255,7 @@ def ffn_and_norms(layer, norms):
 
 def tokens_with_padding(tt, lengths, width):
     """[B, width] rows of digits then <pad>: row b has lengths[b] real tokens."""
-    rows = torch.randint(tt.EOS + 1, tt.N_WORDS, (len(lengths), width))
+    rows = torch.randint(tt.EOS + 1, tt.V, (len(lengths), width))
     return rows.masked_fill(torch.arange(width) >= torch.tensor(lengths)[:, None], tt.PAD)
 
 
@@ -310,7 +312,7 @@ def test_the_decoder_is_torchs_post_ln_layer_then_the_output_layer(tt):
 def test_one_embedding_for_both_sides_and_the_pages_shift(tt):
     model = tt.build_model(0)
     assert [name for name, _ in model.named_children()] == ["embed", "encoder", "decoder", "out"]
-    assert model.embed.weight.shape == (tt.N_WORDS, tt.D_MODEL) and model.out.weight.shape == (tt.N_WORDS, tt.D_MODEL)
+    assert model.embed.weight.shape == (tt.V, tt.D_MODEL) and model.out.weight.shape == (tt.V, tt.D_MODEL)
     assert sum(p.numel() for p in model.parameters()) == 30_541
     torch.testing.assert_close(tt.PE, tt.sinusoidal_pe(tt.LONGER + 1, tt.D_MODEL), rtol=0, atol=0)
     target = torch.tensor([[5, 6, 7, tt.EOS, tt.PAD]])
@@ -319,13 +321,13 @@ def test_one_embedding_for_both_sides_and_the_pages_shift(tt):
 
 def test_data_reverses_and_held_out_strings_are_the_same_for_every_steps_and_unseen(tt):
     src, tgt, (held_src, held_tgt) = tt.training_and_held_out(3, tt.MAX_STEPS, "reverse")
-    for s, t in zip(src.reshape(-1, tt.T)[:50], tgt.reshape(-1, tt.T)[:50], strict=True):
+    for s, t in zip(src.reshape(-1, tt.ROW)[:50], tgt.reshape(-1, tt.ROW)[:50], strict=True):
         digits = s[s > tt.EOS].tolist()
         assert t[t > tt.EOS].tolist() == digits[::-1] and (s == tt.EOS).sum() == 1 and (t == tt.EOS).sum() == 1
-    assert tt.T == tt.MAX_LEN + 1 and (src[..., -1] != tt.PAD).any()  # rows as wide as the longest string needs
+    assert tt.ROW == tt.MAX_LEN + 1 and (src[..., -1] != tt.PAD).any()  # rows as wide as the longest string needs
     # not one held-out string occurs in the longest stream --steps allows
-    key = torch.tensor(tt.N_WORDS) ** torch.arange(tt.T)
-    assert len(held_src) == tt.HELD_OUT and not torch.isin(held_src @ key, src.reshape(-1, tt.T) @ key).any()
+    key = torch.tensor(tt.V) ** torch.arange(tt.ROW)
+    assert len(held_src) == tt.HELD_OUT and not torch.isin(held_src @ key, src.reshape(-1, tt.ROW) @ key).any()
     assert ((held_src > tt.EOS).sum(1) >= 4).all()  # every string of 1 to 3 digits occurs in the stream
     short_src, short_tgt, short_held = tt.training_and_held_out(3, tt.EARLY, "reverse")
     assert torch.equal(short_src, src[:tt.EARLY]) and torch.equal(short_tgt, tgt[:tt.EARLY])  # stopped earlier
@@ -345,23 +347,28 @@ def test_string_keys_tell_strings_apart_as_their_source_rows_do(tt):
 
 # ---------------------------------------------------------------- training, and its verdicts
 
-def test_train_shows_every_step_to_a_window_and_evaluates_the_held_out_strings_at_step_early(tt, monkeypatch):
-    """train() hands a window (--live) every step, and makes the exposure-bias evaluation
-    itself, at step EARLY (here 2 of 3): the held-out strings as evaluate() sees them then."""
-    sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
-    monkeypatch.setattr(tt, "EARLY", 2)
+def test_lesson_hands_every_training_step_to_the_window_and_measures_exposure_at_step_early(tt):
+    """lesson() hands the window (--live) every step train() yields, with the losses so far and
+    the last one marked, and makes the exposure-bias evaluation during the training, at step
+    EARLY (here 3 of 50): the held-out strings as evaluate() sees them then, not at the end."""
+    held = tt.training_and_held_out(42, 50, "reverse")[2]
     seen = []
 
     class Window:
         def watch(self, step, so_far, model, last=False):
-            seen.append((step, list(so_far), last, tt.evaluate(model, *held) if step == 2 else None))
+            seen.append((step, list(so_far), last, tt.evaluate(model, *held) if step == 3 else None))
             self.model = model
 
     window = Window()
-    model, losses, early = tt.train(0, sources[:3], targets[:3], True, held, window)
+    out, records = main_in_process(tt, "--steps", "50", EARLY=3, training_window=lambda args, *held: window)
+    losses = seen[-1][1]
     assert [(step, so_far, last) for step, so_far, last, _ in seen] == [
-        (1, losses[:1], False), (2, losses[:2], False), (3, losses, True)]
-    assert window.model is model and early == seen[1][3]
+        (step, losses[:step], step == 50) for step in range(1, 51)]
+    assert f"  step 1, before any update: {losses[0]:.2f} " in out  # the losses the window was shown are the run's
+    at_3 = seen[2][3]
+    assert records["right tokens at step 3, with the gold prefix"]["value"] == at_3["forced"]
+    assert records["right tokens at step 3, with its own guesses"]["value"] == at_3["free"]
+    assert at_3["forced"] != tt.evaluate(window.model, *held)["forced"]  # (the trained model's: another number)
 
 
 def recorded(show, *args):
@@ -628,7 +635,7 @@ def test_no_mask_flips_the_mask_verdict(runs):
     outcomes = outcomes_of(runs[NO_MASK])
     assert outcomes["held-out strings decoded exactly"] == CONTRADICTS  # 0/200 alone
     assert outcomes["held-out strings right at every position with the gold prefix"] == UPHOLDS
-    assert outcomes["of those, written right on its own"] == UPHOLDS  # fewer than all of them: the cheat
+    assert outcomes["of those, written right on its own"] == UPHOLDS  # fewer than all of them: it copied its answers
     assert outcomes["position t's scores the same prefix by prefix as in one pass"] == UPHOLDS  # they differ
     assert outcomes["the causal mask: training teaches what generation needs"] == UPHOLDS
     assert outcomes["the decoder uses its own position tags and token embeddings"] == NOT_TESTED
@@ -674,7 +681,7 @@ def test_a_dropped_sqrt_d_k_fails_the_check_and_names_the_formula(runs):
 def test_the_softmax_rows_line_fails_for_rows_that_do_not_sum_to_one(tt, model, held, monkeypatch, world, holds):
     monkeypatch.setattr(tt, "next_word_probabilities", world)
     out, records = recorded(tt.show_output_layer, model, *held, True)
-    assert f"-> scores [B, T, V] = [{tt.HELD_OUT}, {tt.T}, {tt.N_WORDS}]" in out
+    assert f"-> scores [B, T, V] = [{tt.HELD_OUT}, {tt.ROW}, {tt.V}]" in out
     record = records["every softmax row sums to 1"]
     assert out.rstrip().endswith(f"    off by {record['shown']} (every row within 1e-06 of 1)")
     assert record["outcome"] == (UPHOLDS if holds else CONTRADICTS)
@@ -693,7 +700,7 @@ def test_a_decoder_that_never_used_its_tags_or_embeddings_turns_the_verdict(runs
         assert trained.endswith(" (at least 90%, needed to judge the lines below)"), piece
         turned = [line for line in lines if line.startswith("Verdict: NOT AS THE PAGE SAYS: the decoder writes 50% "
                                                             "or more of the strings right without its ")]
-        assert len(turned) == 1 and piece in turned[0], piece  # (the wrapper keeps the piece out of every run)
+        assert len(turned) == 1 and piece in turned[0], piece  # (the wrapper trained it without that piece)
         outcomes = outcomes_of(runs[run])
         assert outcomes["the decoder uses its own position tags and token embeddings"] == CONTRADICTS
         assert outcomes[f"the decoder's inputs: strings right without its {piece}"] == CONTRADICTS
@@ -715,7 +722,7 @@ def test_the_decoder_inputs_lines_print_each_count_beside_its_band(tt, model, he
     """The counts with a piece taken away, fed through the lesson's own lines and records: each
     count judged by 'fewer than 50%' once the model has learned, not judged before."""
     right = {"position tags": 100, "token embeddings": 3}
-    monkeypatch.setattr(tt, "written_right", lambda model, src, tgt, causal, without: right[without])
+    monkeypatch.setattr(tt, "written_right", lambda model, src, tgt, causal: right[model.piece])  # (each taken away)
     out, records = recorded(tt.show_decoder_inputs, model, {"exact": 200}, *held, True)
     assert "  without the decoder's position tags: 100/200 (fewer than 50%)" in out
     assert "  every decoder token embedding replaced by one vector (their average): 3/200 (fewer than 50%)" in out
@@ -738,7 +745,7 @@ def test_the_longer_strings_are_one_digit_longer_than_any_trained_and_fit_their_
     assert (src[:, tt.LONGER] == tt.EOS).all() and (tgt[:, tt.LONGER] == tt.EOS).all()
     assert torch.equal(tgt[:, :tt.LONGER], src[:, :tt.LONGER].flip(1))
     assert len(tt.PE) >= src.shape[1]  # a position tag for every position of the longer rows
-    torch.testing.assert_close(tt.PE[:tt.T], tt.sinusoidal_pe(tt.T, tt.D_MODEL), rtol=0, atol=0)
+    torch.testing.assert_close(tt.PE[:tt.ROW], tt.sinusoidal_pe(tt.ROW, tt.D_MODEL), rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("trained, longer, holds", [
@@ -753,7 +760,7 @@ def test_the_longer_verdict_at_its_thresholds(tt, trained, longer, holds):
 def test_a_model_that_writes_longer_strings_right_turns_the_longer_verdict(tt, model, monkeypatch):
     """A stand-in that reverses any string (what a model that extrapolates would write), fed
     through the lesson's own counting and verdict: the caution is then not shown."""
-    def reverses(model, src, causal=True, without=None):
+    def reverses(model, src, causal=True):
         digits = [row[row > tt.EOS].flip(0).tolist() + [tt.EOS] for row in src]
         return torch.tensor([row + [tt.PAD] * (src.shape[1] - len(row)) for row in digits]), None
 
@@ -1027,7 +1034,7 @@ def test_greedy_decoding_never_writes_pad_or_start_even_when_they_score_highest(
         favouring.out.bias[tt.BOS] += 2e3
     written, scores = tt.generate(favouring, held[0][:32])
     assert (scores.argmax(-1) == tt.BOS).all()  # every step, <s> scored highest, then <pad>
-    assert written.min() >= tt.EOS and written.max() < tt.N_WORDS
+    assert written.min() >= tt.EOS and written.max() < tt.V
     assert torch.equal(written, scores[..., tt.EOS:].argmax(-1) + tt.EOS)  # the best of the others
 
 
@@ -1036,8 +1043,8 @@ def test_the_schedules_first_three_steps_written_out(tt, rates_used):
     lr(s) = c d^-0.5 min(s^-0.5, s w^-1.5) with c = 0.5, d = 32, w = 30, on the ramp (s < w):
     0.5 / sqrt(32) x s / 30^1.5 = 0.000538, 0.001076, 0.001614. Steps count from 1: a count from
     0 would use 0, then 0.000538, ...; one from 2, 0.001076 first."""
-    sources, targets, held = tt.training_and_held_out(0, tt.EARLY, "reverse")
-    tt.train(0, sources[:3], targets[:3], True, held)
+    sources, targets, _ = tt.training_and_held_out(0, tt.EARLY, "reverse")
+    list(tt.train(tt.build_model(0), sources[:3], targets[:3], True))
     assert rates_used == pytest.approx([0.00053791, 0.00107583, 0.00161374], rel=1e-4)
 
 
