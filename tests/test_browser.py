@@ -12,7 +12,8 @@ a click on another adjective moving it) fit it, and so do the figures the cells 
 week2's notebook `%matplotlib widget` typed in a cell above the causal mask's, which runs again:
 a drag of T and an arrow key (Shift+arrow in Notebook 7) move the figure's own sliders (ipympl),
 the figure the browser draws is matplotlib's own full draw of the view at that T, pixel for pixel,
-and it fits the output area.
+and it fits the output area. And in both, Check yourself's quiz in a cell: answers typed in the box
+its input() opens below the cell are marked, q ends it with the score, and the kernel goes on.
 
 The other cells run in a kernel in tests/test_notebooks.py; here the browser's part is tested.
 The notebooks are served from a scratch copy of the lessons (nothing the server or a lesson
@@ -24,6 +25,7 @@ import importlib.util
 import io
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -35,6 +37,7 @@ import urllib.request
 import common.live as live
 import common.notebook as notebook
 from common import OUTPUT_ROOT
+from common.quiz import SCORE
 
 import numpy as np
 import pytest
@@ -490,3 +493,63 @@ def test_under_ipympl_a_drag_and_an_arrow_key_move_the_figures_own_sliders(lab, 
         finally:
             lab.screenshot(cell.find_element(By.CSS_SELECTOR, ".jupyter-matplotlib"),
                            f"week2_ipympl_{front.replace(' ', '_')}.png")
+
+
+QUIZ = "week1/18_check_yourself.py --seed 5 --topic 5"  # (section 5's four questions, numbers fixed)
+
+
+def answers(lab):
+    """The `answer:` line of each question, as a plain run of the quiz's lesson prints them."""
+    printed = subprocess.run([sys.executable, *QUIZ.split()], cwd=lab.root, capture_output=True, text=True,
+                             check=True, timeout=WAIT).stdout
+    return [line.split("answer: ", 1)[1] for line in printed.splitlines() if line.startswith("    answer: ")]
+
+
+def boxes(cell):
+    """The input() boxes shown below the cell."""
+    return [box for box in cell.find_elements(By.CSS_SELECTOR, ".jp-Stdin-input") if box.is_displayed()]
+
+
+@pytest.mark.parametrize("front", FRONT_ENDS)
+def test_the_quiz_in_a_cell_takes_typed_answers_in_the_box_below_it_and_the_kernel_goes_on(lab, front):
+    """A notebook of the set-up cell, `%run week1/18_check_yourself.py --quiz --seed 5 --topic 5`
+    and `print(6*7)`: the quiz's cell runs, and the box below it (the kernel's input()) has the
+    keys; question 1's answer (from a plain run of the lesson), Enter: `right`; question 2's answer
+    with its first number one more, Enter: `not right`, then its worked steps; q, Enter: the score,
+    1 right of 2 marked, then `stopped`; the kernel is idle, and the next cell prints 42."""
+    lab.fresh()
+    right, shown = answers(lab)[:2]
+    wrong = re.sub(r"\d+", lambda number: str(int(number.group()) + 1), shown, count=1)
+    page = json.loads((run_all.ROOT / "notebooks" / generate.PAGES["week1"][0]).read_text())
+    set_up_cell = next(c for c in page["cells"] if "".join(c["source"]).startswith("# Set-up: run this cell first."))
+    path = f"notebooks/quiz_{front.replace(' ', '_')}.ipynb"
+    (lab.root / path).write_text(json.dumps({**page, "cells": [
+        set_up_cell, generate.code(f"%run {QUIZ.replace(' --', ' --quiz --', 1)}", "quiz"),
+        generate.code("print(6*7)", "next")]}))
+    panel, _ = set_up(lab, path, front)
+    cell = lab.cell(panel, "--quiz")
+    prompt = cell.find_element(By.CSS_SELECTOR, ".jp-InputPrompt")
+    before = prompt.text
+    lab.browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", cell)
+    cell.find_element(By.CSS_SELECTOR, ".cm-content").click()
+    lab.keys(Keys.SHIFT, Keys.ENTER)
+    output, box = cell.find_element(By.CSS_SELECTOR, ".jp-OutputArea"), None
+    for typed, mark in ((right, f"  right: {right}"), (wrong, "  not right"), ("q", None)):
+        box = wait_for("the quiz's box", lambda old=box: next(b for b in boxes(cell) if b != old))
+        assert lab.browser.switch_to.active_element == box  # (the keys go to it, with no click)
+        if typed == "q":
+            lab.screenshot(cell, f"quiz_{front.replace(' ', '_')}_box.png")
+        lab.keys(typed, Keys.ENTER)
+        if mark:  # (the box's line is kept: "your answer: ", a space JupyterLab adds, what was typed)
+            line = re.compile(rf"your answer: +{re.escape(typed)}\n{re.escape(mark)}")
+            wait_for(repr(mark), lambda line=line: line.search(output.text))
+    lab.ran(path, prompt, before)
+    said = output.text
+    lab.screenshot(cell, f"quiz_{front.replace(' ', '_')}.png")
+    assert "Question 1 of 4" in said and "Question 2 of 4" in said and "Question 3 of 4" in said
+    assert re.search(rf"your answer: +q\n{re.escape(SCORE.format(1, 2))}\nstopped$", said), said[-400:]
+    assert not boxes(cell)  # (the last box is kept, hidden)
+    assert lab.status(path) == "idle"
+    after = lab.cell(panel, "print(6*7)")
+    lab.run(path, after)
+    assert after.find_element(By.CSS_SELECTOR, ".jp-OutputArea").text == "42"
