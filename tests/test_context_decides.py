@@ -129,6 +129,41 @@ def test_layer_2_is_the_pages_formula_and_the_scale_matters(cd, trained):
             assert (alpha2[:, cd.ADJECTIVE_AT] == 0).all() == hide
 
 
+def test_the_usual_model_is_its_formula_written_out(cd):
+    """The usual model, written out here from its weights (float64, at the start, with and
+    without the adjective hidden): x0 = E[word] + P[place]; x1 = x0 + MHA(LN(x0)), layer 1 by
+    torch's nn.MultiheadAttention holding its weights; "it"'s layer 2, alpha = softmax(q_it K^T
+    / sqrt(d) + M) with q_it = LN(x1)_it W_Q, K = LN(x1) W_K, V = LN(x1) W_V; x2 = x1_it +
+    (alpha V) W_O, its residual; the answer's scores LN(x2) W_out. LN without gain or shift."""
+    d = cd.D_MODEL
+    model = cd.build_model(3, usual=True).double()
+    tokens = cd.make_data(3, 1)[2][::8]  # 12 held-out sentences, both kinds
+
+    def LN(x):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+
+    layer_1, layer_2 = model.layer_1, model.layer_2
+    mha = nn.MultiheadAttention(d, cd.HEADS_1, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([layer_1.W_Q.weight, layer_1.W_K.weight, layer_1.W_V.weight]))
+        mha.out_proj.weight.copy_(layer_1.W_O.weight)
+    for hide in (False, True):
+        mask = cd.key_mask(hide)  # [1, T], True = blocked
+        with torch.no_grad():
+            scores, _, alpha2 = model(tokens, hide)
+            x0 = model.E.weight[tokens] + model.P  # [N, T, d]
+            x1 = x0 + mha(LN(x0), LN(x0), LN(x0), attn_mask=mask.expand(cd.T, cd.T))[0]
+            h1 = LN(x1)
+            q_it = h1[:, cd.IT_AT] @ layer_2.W_Q.weight.T  # [N, d]
+            K, V = h1 @ layer_2.W_K.weight.T, h1 @ layer_2.W_V.weight.T  # [N, T, d]
+            e = (K @ q_it[:, :, None])[..., 0] / math.sqrt(d)  # [N, T]
+            alpha = torch.softmax(e.masked_fill(mask, -math.inf), dim=-1)
+            x2 = x1[:, cd.IT_AT] + (alpha[:, :, None] * V).sum(1) @ layer_2.W_O.weight.T  # [N, d]
+            written = LN(x2) @ model.W_out.weight.T  # [N, N_WORDS]
+        torch.testing.assert_close(alpha2, alpha, rtol=0, atol=1e-12)
+        torch.testing.assert_close(scores, written, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("usual", [False, True])
 @pytest.mark.parametrize("hide", [False, True])
 def test_the_fast_path_is_the_plain_one(cd, usual, hide):
