@@ -357,10 +357,51 @@ def test_training_on_the_held_out_sentences_turns_the_check(cd, monkeypatch, tmp
     monkeypatch.setattr(cd, "make_data", train_on_everything(cd))
     out, records = run_main(cd, "--figure", str(tmp_path / "f.png"))
     leaked = records["no held-out sentence is trained on"]
-    assert leaked["outcome"] == CONTRADICTS and leaked["value"] > 0
+    train_tokens, _, held_tokens, _ = train_on_everything(cd)(42, cd.STEPS)
+    trained = set(map(tuple, train_tokens.reshape(-1, cd.T).tolist()))
+    assert leaked["outcome"] == CONTRADICTS
+    assert leaked["value"] == sum(row in trained for row in map(tuple, held_tokens.tolist())), "a batch unsearched"
     assert f"  held-out sentences among the 5,120 sentences of the training batches: {leaked['value']}" in out
     assert verdict(out) == (f"Verdict: NOT AS THE PAGE SAYS ({leaked['value']} held-out sentences were trained on)")
     assert records["held-out answers right"]["value"] == 96  # what the split alone could not tell
+
+
+def leak_one(cd, at):
+    """make_data with one held-out sentence (the page's, too tired) put in place of the first
+    sentence of batch `at` only, its true meaning as the label."""
+    right = cd.make_data
+
+    def make_data(seed, steps, labels="meaning"):
+        train_tokens, train_labels, held_tokens, held_labels = right(seed, steps, labels)
+        train_tokens, train_labels = train_tokens.clone(), train_labels.clone()
+        train_tokens[at, 0] = cd.encode(cd.sentence_words(*cd.PAGE, "tired"))
+        train_labels[at, 0] = cd.ID["chicken"]
+        return train_tokens, train_labels, held_tokens, held_labels
+    return make_data
+
+
+@pytest.mark.parametrize("at", [1, 40, -1])
+def test_one_held_out_sentence_in_one_later_batch_is_found(cd, at):
+    """One held-out sentence in one batch after the first, and only there: the data line counts
+    it, 1, and its check turns (show_data, as lesson() calls it, on the batches make_data hands it)."""
+    data = leak_one(cd, at)(42, cd.STEPS)
+    with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
+        leaks = cd.show_data(data, "meaning")
+    assert leaks == 1
+    assert "  held-out sentences among the 5,120 sentences of the training batches: 1\n" in plain(out.getvalue())
+    (leaked,) = [r for r in records if r["name"] == "no held-out sentence is trained on"]
+    assert leaked["outcome"] == CONTRADICTS and leaked["value"] == 1
+
+
+def test_one_held_out_sentence_in_the_last_batch_turns_the_verdict(cd, monkeypatch, tmp_path):
+    """The same leak in a run at the defaults, in the last batch: the count is 1, and the
+    verdict turns, naming it."""
+    monkeypatch.setattr(cd, "make_data", leak_one(cd, -1))
+    out, records = run_main(cd, "--figure", str(tmp_path / "f.png"))
+    assert records["no held-out sentence is trained on"]["value"] == 1
+    assert records["no held-out sentence is trained on"]["outcome"] == CONTRADICTS
+    assert records["same sentence, context decides"]["outcome"] == CONTRADICTS
+    assert verdict(out).startswith("Verdict: NOT AS THE PAGE SAYS (1 held-out sentences were trained on")
 
 
 @pytest.mark.parametrize("seed", [0, 42])
