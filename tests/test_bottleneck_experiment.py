@@ -20,6 +20,7 @@ import torch.nn.functional as F
 
 import run_all
 from tests.conftest import DEFAULT_RUNS, PARSERS, SCRIPTS, TRY_ITS, lesson_run, load_script, run_on_a_terminal
+from tests.conftest import main_in_process as run_main
 
 NAME = "week1/09_bottleneck_experiment"
 FALLS = "Verdict (section 1): fixed-context falls from above 0.90 to below 0.60 as rows grow"
@@ -158,6 +159,32 @@ def test_both_models_start_from_the_same_weights(lesson):
         assert torch.equal(p, theirs[name]), name
     assert {name for name in theirs if name not in dict(fixed.named_parameters())} == {
         "attention.W_a.weight", "attention.U_a.weight", "attention.v_a"}
+
+
+def test_a_run_builds_both_models_from_the_same_weights_and_trains_them_on_the_same_rows(lesson, tmp_path):
+    """In a run (main(), small sizes): every model the run builds (build, wrapped: the real one
+    draws it) as it was drawn, and the batches each training is handed. The fixed-context and
+    the attention model start from the same weights, all but the attention model's own W_a,
+    U_a and v_a, and are trained on the same rows."""
+    right_build, right_train = lesson.build, lesson.train
+    drawn, handed = [], []
+
+    def noted_build(hidden, seed, attention):
+        model = right_build(hidden, seed, attention)
+        drawn.append({name: w.detach().clone() for name, w in model.named_parameters()})
+        return model
+
+    def noted_train(model, batches, look_back="all", watch=None):
+        handed.append(batches)
+        return right_train(model, batches, look_back, watch)
+
+    run_main(lesson, "--steps", "2", "--max-len", "8", "--hidden", "8", "--figure", str(tmp_path / "f.png"),
+             build=noted_build, train=noted_train)
+    fixed, attention = drawn
+    assert set(attention) - set(fixed) == {"attention.W_a.weight", "attention.U_a.weight", "attention.v_a"}
+    assert all(torch.equal(w, attention[name]) for name, w in fixed.items()), "the two models start apart"
+    first, second = handed
+    assert len(first) == len(second) == 2 and all(torch.equal(a, b) for a, b in zip(first, second, strict=True))
 
 
 def test_the_step_is_torchs_adam_with_a_rate_falling_to_0(lesson, monkeypatch):

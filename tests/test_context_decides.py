@@ -129,6 +129,41 @@ def test_layer_2_is_the_pages_formula_and_the_scale_matters(cd, trained):
             assert (alpha2[:, cd.ADJECTIVE_AT] == 0).all() == hide
 
 
+def test_the_usual_model_is_its_formula_written_out(cd):
+    """The usual model, written out here from its weights (float64, at the start, with and
+    without the adjective hidden): x0 = E[word] + P[place]; x1 = x0 + MHA(LN(x0)), layer 1 by
+    torch's nn.MultiheadAttention holding its weights; "it"'s layer 2, alpha = softmax(q_it K^T
+    / sqrt(d) + M) with q_it = LN(x1)_it W_Q, K = LN(x1) W_K, V = LN(x1) W_V; x2 = x1_it +
+    (alpha V) W_O, its residual; the answer's scores LN(x2) W_out. LN without gain or shift."""
+    d = cd.D_MODEL
+    model = cd.build_model(3, usual=True).double()
+    tokens = cd.make_data(3, 1)[2][::8]  # 12 held-out sentences, both kinds
+
+    def LN(x):
+        return (x - x.mean(-1, keepdim=True)) / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + 1e-5)
+
+    layer_1, layer_2 = model.layer_1, model.layer_2
+    mha = nn.MultiheadAttention(d, cd.HEADS_1, bias=False, batch_first=True, dtype=torch.float64)
+    with torch.no_grad():
+        mha.in_proj_weight.copy_(torch.cat([layer_1.W_Q.weight, layer_1.W_K.weight, layer_1.W_V.weight]))
+        mha.out_proj.weight.copy_(layer_1.W_O.weight)
+    for hide in (False, True):
+        mask = cd.key_mask(hide)  # [1, T], True = blocked
+        with torch.no_grad():
+            scores, _, alpha2 = model(tokens, hide)
+            x0 = model.E.weight[tokens] + model.P  # [N, T, d]
+            x1 = x0 + mha(LN(x0), LN(x0), LN(x0), attn_mask=mask.expand(cd.T, cd.T))[0]
+            h1 = LN(x1)
+            q_it = h1[:, cd.IT_AT] @ layer_2.W_Q.weight.T  # [N, d]
+            K, V = h1 @ layer_2.W_K.weight.T, h1 @ layer_2.W_V.weight.T  # [N, T, d]
+            e = (K @ q_it[:, :, None])[..., 0] / math.sqrt(d)  # [N, T]
+            alpha = torch.softmax(e.masked_fill(mask, -math.inf), dim=-1)
+            x2 = x1[:, cd.IT_AT] + (alpha[:, :, None] * V).sum(1) @ layer_2.W_O.weight.T  # [N, d]
+            written = LN(x2) @ model.W_out.weight.T  # [N, N_WORDS]
+        torch.testing.assert_close(alpha2, alpha, rtol=0, atol=1e-12)
+        torch.testing.assert_close(scores, written, rtol=0, atol=1e-12)
+
+
 @pytest.mark.parametrize("usual", [False, True])
 @pytest.mark.parametrize("hide", [False, True])
 def test_the_fast_path_is_the_plain_one(cd, usual, hide):
@@ -322,10 +357,51 @@ def test_training_on_the_held_out_sentences_turns_the_check(cd, monkeypatch, tmp
     monkeypatch.setattr(cd, "make_data", train_on_everything(cd))
     out, records = run_main(cd, "--figure", str(tmp_path / "f.png"))
     leaked = records["no held-out sentence is trained on"]
-    assert leaked["outcome"] == CONTRADICTS and leaked["value"] > 0
+    train_tokens, _, held_tokens, _ = train_on_everything(cd)(42, cd.STEPS)
+    trained = set(map(tuple, train_tokens.reshape(-1, cd.T).tolist()))
+    assert leaked["outcome"] == CONTRADICTS
+    assert leaked["value"] == sum(row in trained for row in map(tuple, held_tokens.tolist())), "a batch unsearched"
     assert f"  held-out sentences among the 5,120 sentences of the training batches: {leaked['value']}" in out
     assert verdict(out) == (f"Verdict: NOT AS THE PAGE SAYS ({leaked['value']} held-out sentences were trained on)")
     assert records["held-out answers right"]["value"] == 96  # what the split alone could not tell
+
+
+def leak_one(cd, at):
+    """make_data with one held-out sentence (the page's, too tired) put in place of the first
+    sentence of batch `at` only, its true meaning as the label."""
+    right = cd.make_data
+
+    def make_data(seed, steps, labels="meaning"):
+        train_tokens, train_labels, held_tokens, held_labels = right(seed, steps, labels)
+        train_tokens, train_labels = train_tokens.clone(), train_labels.clone()
+        train_tokens[at, 0] = cd.encode(cd.sentence_words(*cd.PAGE, "tired"))
+        train_labels[at, 0] = cd.ID["chicken"]
+        return train_tokens, train_labels, held_tokens, held_labels
+    return make_data
+
+
+@pytest.mark.parametrize("at", [1, 40, -1])
+def test_one_held_out_sentence_in_one_later_batch_is_found(cd, at):
+    """One held-out sentence in one batch after the first, and only there: the data line counts
+    it, 1, and its check turns (show_data, as lesson() calls it, on the batches make_data hands it)."""
+    data = leak_one(cd, at)(42, cd.STEPS)
+    with collected() as records, contextlib.redirect_stdout(io.StringIO()) as out:
+        leaks = cd.show_data(data, "meaning")
+    assert leaks == 1
+    assert "  held-out sentences among the 5,120 sentences of the training batches: 1\n" in plain(out.getvalue())
+    (leaked,) = [r for r in records if r["name"] == "no held-out sentence is trained on"]
+    assert leaked["outcome"] == CONTRADICTS and leaked["value"] == 1
+
+
+def test_one_held_out_sentence_in_the_last_batch_turns_the_verdict(cd, monkeypatch, tmp_path):
+    """The same leak in a run at the defaults, in the last batch: the count is 1, and the
+    verdict turns, naming it."""
+    monkeypatch.setattr(cd, "make_data", leak_one(cd, -1))
+    out, records = run_main(cd, "--figure", str(tmp_path / "f.png"))
+    assert records["no held-out sentence is trained on"]["value"] == 1
+    assert records["no held-out sentence is trained on"]["outcome"] == CONTRADICTS
+    assert records["same sentence, context decides"]["outcome"] == CONTRADICTS
+    assert verdict(out).startswith("Verdict: NOT AS THE PAGE SAYS (1 held-out sentences were trained on")
 
 
 @pytest.mark.parametrize("seed", [0, 42])

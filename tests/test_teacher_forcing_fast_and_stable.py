@@ -125,6 +125,32 @@ def rule(tf, slip_at_place_1=False):
     return decoder
 
 
+def test_both_copies_start_from_the_same_weights_and_see_the_same_strings(tf):
+    """In a run (main(), --steps 10): every decoder the run builds (starting_decoder, wrapped:
+    the real one draws it) as it was drawn, and the strings each training is handed. Two
+    copies, one teacher-forced and one on its own guesses, from the same weights on the same
+    strings."""
+    right_start, right_train = tf.starting_decoder, tf.train
+    drawn, handed = [], []
+
+    def noted_start(seed):
+        decoder = right_start(seed)
+        drawn.append({name: w.detach().clone() for name, w in decoder.state_dict().items()})
+        return decoder
+
+    def noted_train(seed, batches, teacher_forced):
+        handed.append((teacher_forced, batches))
+        return right_train(seed, batches, teacher_forced)
+
+    main_in_process(tf, "--steps", "10", starting_decoder=noted_start, train=noted_train)
+    assert [forced for forced, _ in handed] == [True, False]
+    assert torch.equal(handed[0][1], handed[1][1]) and len(handed[0][1]) == 10
+    forced, own = drawn
+    assert forced.keys() == own.keys()
+    assert all(torch.equal(forced[name], own[name]) for name in forced), "the two copies start from other weights"
+    assert not torch.equal(forced["E_x.weight"], right_start(43).state_dict()["E_x.weight"])  # a seed shows
+
+
 def test_the_slip_is_handed_in_where_the_notes_say(tf):
     """written(): after the slip, only places SLIP_AT + 1 on count; a decoder that reads the
     total before (total before + digit) carries the slip into every one of them."""

@@ -470,6 +470,36 @@ def test_mask_verdict(tt, causal, taught, kept, same, verdict):
     assert holds is (None if verdict.startswith("not trained") else not verdict.startswith("NOT AS THE PAGE SAYS"))
 
 
+def test_of_those_counts_only_the_strings_also_right_with_the_gold_prefix(tt, model, held, monkeypatch):
+    """The mask line's "of those, written right on its own", through the lesson's own counting
+    (evaluate(), then show_mask()), fed a stand-in that writes every string right alone but
+    string 0, and scores every position right with the gold prefix but string 1's first: string
+    1 is written right alone and is not one of those right with the gold prefix, so it is not
+    counted: 198 of the 199."""
+    held_src, held_tgt = held
+    assert (held_tgt[:2, 0] > tt.EOS).all()  # strings 0 and 1 start with a digit
+
+    class GoldButOne:  # the teacher-forced pass: one-hot scores of the labels, string 1's first wrong
+        def __call__(self, src, dec_in, causal=True):
+            labels = held_tgt.clone()
+            labels[1, 0] = (labels[1, 0] - 3 + 1) % 10 + 3  # another digit
+            return F.one_hot(labels, tt.V).float(), None
+
+    def writes_all_but_string_0(model, src, causal=True):
+        written = held_tgt.clone()
+        written[0, 0] = (written[0, 0] - 3 + 1) % 10 + 3  # another digit
+        return written, None
+
+    monkeypatch.setattr(tt, "generate", writes_all_but_string_0)
+    final = tt.evaluate(GoldButOne(), held_src, held_tgt)
+    assert (final["exact"], final["forced_exact"], final["both_exact"]) == (199, 199, 198)
+    monkeypatch.undo()  # show_mask's other lines run the (untrained) model itself
+    out, records = recorded(tt.show_mask, model, final, held_src, held_tgt, True)
+    assert "    of those, written right on its own: 198/199 (all of them)" in out
+    assert records["of those, written right on its own"]["value"] == 198
+    assert records["of those, written right on its own"]["outcome"] == CONTRADICTS
+
+
 # ---------------------------------------------------------------- the trained model
 
 @pytest.mark.reads(DEFAULT_RUNS[NAME])

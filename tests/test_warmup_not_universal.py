@@ -114,24 +114,57 @@ def test_the_fused_adam_is_the_plain_one(wu):
 
 @pytest.mark.parametrize("seed", [SEED.lo, 42, SEED.hi])
 def test_held_out_points_are_never_trained_on(wu, seed):
-    """What the run hands its trainings (held_out_losses, intercepted): the held-out points are
-    drawn from a generator of their own, HELD_OUT_SEED, the same at every --seed, a seed no
-    --seed draws its batches from (they come from --seed + 1), and not one of them is a point of
-    the batches trained on."""
-    handed = []
+    """What the run hands its trainings (held_out_losses, wrapped: the real one runs): the
+    held-out points are drawn from a generator of their own, HELD_OUT_SEED, the same at every
+    --seed, a seed no --seed draws its batches from (they come from --seed + 1), and not one
+    of them is a point of the batches trained on. And what the real held_out_losses measures
+    each training on (the points its stack reads outside training, and the targets of the
+    loss it takes there; every stack built by starting_stack and every loss by the module's
+    F, both wrapped) is those held-out points, never a batch. (The run is cut to 10 steps,
+    STEPS patched, so that it trains for a moment; each batch is still one the run draws.)"""
+    handed, read, targets = [], [], []  # held_out_losses' arguments; what the stacks read and the losses target
+    right_losses, right_start = wu.held_out_losses, wu.starting_stack
 
-    def intercepted(seed, runs, batches, held_out, w):
+    def wrapped(seed, runs, batches, held_out, w):
         handed.append((batches, held_out))
-        return [0.1] * len(runs)  # (no training: only what it was handed is read)
+        return right_losses(seed, runs, batches, held_out, w)
 
-    run_main(wu, "--seed", str(seed), held_out_losses=intercepted)
-    ((batches, (held, _)),) = handed
+    def watched_start(seed):
+        stack = right_start(seed)
+        stack.register_forward_pre_hook(lambda _, args: read.append((torch.is_grad_enabled(), args[0])))
+        return stack
+
+    class WatchedF:  # torch.nn.functional, its mse_loss noting its target
+        def __getattr__(self, name):
+            return getattr(torch.nn.functional, name)
+
+        def mse_loss(self, scores, target, *args, **kwargs):
+            targets.append((torch.is_grad_enabled(), target))
+            return torch.nn.functional.mse_loss(scores, target, *args, **kwargs)
+
+    run_main(wu, "--seed", str(seed), STEPS=10, held_out_losses=wrapped, starting_stack=watched_start, F=WatchedF())
+    ((batches, (held, held_y)),) = handed
     own = wu.points(torch.Generator().manual_seed(wu.HELD_OUT_SEED), wu.HELD_OUT,
                     torch.zeros(wu.D, wu.OUTPUTS, dtype=torch.float64))[0]
     assert torch.equal(held, own), "the held-out points are not HELD_OUT_SEED's own draw"
     assert wu.HELD_OUT_SEED > SEED.hi + 1  # past every --seed + 1
     trained = torch.cat([x for x, _ in batches])
-    assert len(batches) == wu.STEPS and torch.cdist(held, trained).min() > 0.1, "a held-out point was trained on"
+    assert len(batches) == 10 and torch.cdist(held, trained).min() > 0.1, "a held-out point was trained on"
+    measured = [x for grad, x in read if not grad]  # one read per training, after it
+    assert len(measured) == len(wu.RUNS) and all(torch.equal(x, held) for x in measured), \
+        "a held-out loss was measured on other points than the held-out ones"
+    measured = [y for grad, y in targets if not grad]
+    assert len(measured) == len(wu.RUNS) and all(torch.equal(y, held_y) for y in measured), \
+        "a held-out loss was taken against other targets than the held-out points'"
+    stepped = torch.cat([x for grad, x in read if grad])  # every point a training step read
+    assert len(stepped) == len(wu.RUNS) * 10 * wu.BATCH and torch.cdist(held, stepped).min() > 0.1
+
+
+def test_held_out_points_are_none_of_a_whole_runs_batches(wu):
+    """At the default 150 steps, the held-out points are none of the batches' points."""
+    batches, (held, _) = wu.training_and_held_out(42)
+    assert len(batches) == wu.STEPS
+    assert torch.cdist(held, torch.cat([x for x, _ in batches])).min() > 0.1
 
 
 # ---------------------------------------------------------------- thresholds, on both sides
