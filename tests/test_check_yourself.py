@@ -1014,6 +1014,15 @@ END_TO_END = ("test_right_answers_on_stdin_score_all",
               "test_ctrl_c_in_a_real_terminal_process_prints_the_score_then_stopped")
 
 
+def foreground(ioctl, make_controlling):
+    """In the child, before the quiz starts: what a shell does for a command it runs in the foreground
+    of a terminal. Ctrl-C takes its default action again (a non-interactive shell's `make test &`
+    hands everything it starts SIGINT ignored, and Python then leaves it ignored), and the terminal
+    becomes the child's own, so that the terminal's Ctrl-C reaches it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    ioctl(0, make_controlling, 0)
+
+
 def on_a_terminal(name, *argv):
     """A real `python lesson --quiz ...` whose standard input, output and error are a pseudo-terminal, its
     controlling terminal: input() reads as it reads a learner's typing, and the byte Ctrl-C sends is the
@@ -1026,7 +1035,7 @@ def on_a_terminal(name, *argv):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     process = subprocess.Popen([sys.executable, str(SCRIPTS[name]), "--quiz", *argv], stdin=follower, stdout=follower,
                                stderr=follower, env=env, start_new_session=True,
-                               preexec_fn=lambda: fcntl.ioctl(0, termios.TIOCSCTTY, 0))
+                               preexec_fn=lambda: foreground(fcntl.ioctl, termios.TIOCSCTTY))
     os.close(follower)
     return process, leader
 
@@ -1053,22 +1062,12 @@ class RealRuns:
             self.pressed.start()
 
     def ctrl_c(self):
-        """Once the quiz waits for an answer, the terminal's Ctrl-C; then all the terminal shows, to the end.
-        The prompt is written just before Python's input() starts reading: a SIGINT that lands in between
-        sets Python's flag while no read is under way, and the read then waits on (CPython's race, not the
-        quiz.s; a learner presses after the prompt has shown). So while the process has not ended 10 s after
-        a press, the terminal presses again, as a learner would (each press is one SIGINT, and a flag
-        already set is not raised twice)."""
-        import select
-
-        deadline, pressed = time.monotonic() + 60, None
+        """Once the quiz waits for an answer, the terminal's Ctrl-C; then all the terminal shows, to the end."""
+        deadline = time.monotonic() + 60
+        while b"your answer: " not in self.seen and time.monotonic() < deadline:
+            self.seen += os.read(self.terminal, 4096)
+        os.write(self.terminal, b"\x03")
         while True:
-            if b"your answer: " in self.seen or time.monotonic() > deadline:
-                if pressed is None or (time.monotonic() - pressed > 10 and self.runs["ctrl-c"].poll() is None):
-                    os.write(self.terminal, b"\x03")
-                    pressed = time.monotonic()
-            if not select.select([self.terminal], [], [], 0.5)[0]:
-                continue
             try:
                 chunk = os.read(self.terminal, 4096)
             except OSError:  # the terminal closed with the process
@@ -1083,7 +1082,11 @@ class RealRuns:
         terminal, all it showed (stdout and stderr), as stdout."""
         if what == "ctrl-c":
             self.pressed.join(timeout=120)
-            self.runs[what].wait(timeout=60)
+            try:
+                self.runs[what].wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                shown = self.seen.decode()[-1500:]
+                pytest.fail(f"the quiz had not ended 60 s after Ctrl-C; the terminal showed:\n{shown}")
             return self.runs[what].returncode, self.seen.decode().replace("\r\n", "\n"), ""
         out, err = self.runs[what].communicate(timeout=60)
         return self.runs[what].returncode, out.decode(), err.decode()
