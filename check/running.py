@@ -124,11 +124,15 @@ def forked(*args):
     server is started the first time, with the fixed environment and Ctrl-C ignored (the check
     stops the children itself); this process's own environment is left as it was."""
     import multiprocessing.forkserver  # (POSIX only: FORK says whether it is here)
+    import multiprocessing.resource_tracker
 
     context = multiprocessing.get_context("forkserver")
     with _start:
         saved, main = dict(os.environ), threading.current_thread() is threading.main_thread()
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN) if main else None  # (inherited by the server)
+        if main:  # a Ctrl-C meanwhile is held, not lost: heard once the check's own handler is back
+            multiprocessing.resource_tracker.ensure_running()  # (its own start unblocks SIGINT: first)
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+            previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # (inherited by the server)
         try:
             os.environ.update(FIXED_ENV)
             context.set_forkserver_preload(PRELOAD)
@@ -138,6 +142,7 @@ def forked(*args):
             os.environ.update(saved)
             if main:
                 signal.signal(signal.SIGINT, previous)
+                signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     process = context.Process(target=lesson_process, args=args, daemon=True)
     process.start()
     return process
@@ -213,12 +218,16 @@ class Elsewhere:
         self.process.stdin.flush()
 
     def listen(self, events):
+        """Each result as it comes, put before its job leaves `waiting` (so the check, which ends
+        once nothing is waiting and no result is queued, never ends between the two)."""
         for line in self.process.stdout:
             answer = json.loads(line)
-            self.waiting.discard(answer["index"])
-            events.put((answer.pop("index"), Result(**answer)))
+            i = answer.pop("index")
+            events.put((i, Result(**answer)))
+            self.waiting.discard(i)
         for i in sorted(self.waiting):  # it ended before these did (stopped, or failed): they cannot end now
             events.put((i, Result(-1, "", f"the runner under this setting ended (status {self.process.wait()})\n", 0)))
+            self.waiting.discard(i)
 
     def stop(self):
         self.process.terminate()
@@ -241,7 +250,7 @@ def run_scripts(jobs, timeout=120.0, workers=None, fresh=False, root=ROOT, on_re
     with tempfile.TemporaryDirectory(prefix="run_all_") as scratch:
         here = Runs(scratch, cwd, timeout, fresh)
         try:
-            while pending or here.running or any(runner.waiting for runner in elsewhere.values()):
+            while pending or here.running or any(runner.waiting for runner in elsewhere.values()) or not events.empty():
                 if halt is not None and halt.is_set():
                     break
                 while pending and len(here.running) + sum(len(r.waiting) for r in elsewhere.values()) < workers:
