@@ -59,6 +59,7 @@ if MISSING:
 
 from PIL import Image  # noqa: E402  (matplotlib's own dependency)
 from selenium import webdriver  # noqa: E402
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -506,8 +507,16 @@ def answers(lab):
 
 
 def boxes(cell):
-    """The input() boxes shown below the cell."""
-    return [box for box in cell.find_elements(By.CSS_SELECTOR, ".jp-Stdin-input") if box.is_displayed()]
+    """The input() boxes shown below the cell (one the front end replaces while it is read is left out:
+    the wait that reads them asks again)."""
+    shown = []
+    for box in cell.find_elements(By.CSS_SELECTOR, ".jp-Stdin-input"):
+        try:
+            if box.is_displayed():
+                shown.append(box)
+        except StaleElementReferenceException:
+            pass
+    return shown
 
 
 @pytest.mark.parametrize("front", FRONT_ENDS)
