@@ -89,6 +89,34 @@ def test_the_step_is_the_pages_gradient_descent(ds):
     assert (mine.sublayers[0][0].weight - ds.starting_stack(3, 4, True, True).sublayers[0][0].weight).abs().max() > 1e-4
 
 
+def test_each_held_out_loss_is_taken_on_the_held_out_points(ds, monkeypatch):
+    """The real train_and_measure, on a few batches: every loss it takes while training targets a
+    batch's points, and every loss it takes after (no gradient) is the stack's error on the
+    held-out points, one per stack (the test above holds only what it is handed)."""
+    dirs = directions(ds)
+    held = ds.points(torch.Generator().manual_seed(ds.HELD_OUT_SEED), 50, dirs)
+    g = torch.Generator().manual_seed(43)
+    batches = [ds.points(g, ds.BATCH, dirs) for _ in range(3)]
+    targets = []
+
+    class WatchedF:  # torch.nn.functional, its mse_loss noting its target
+        def __getattr__(self, name):
+            return getattr(torch.nn.functional, name)
+
+        def mse_loss(self, scores, target, *args, **kwargs):
+            targets.append((torch.is_grad_enabled(), target))
+            return torch.nn.functional.mse_loss(scores, target, *args, **kwargs)
+
+    monkeypatch.setattr(ds, "F", WatchedF())
+    ds.train_and_measure(42, 4, ds.STACKS, batches, held)
+    after = [y for grad, y in targets if not grad]
+    assert len(after) == len(ds.STACKS) and all(torch.equal(y, held[1]) for y in after), \
+        "a held-out loss was taken against other targets than the held-out points'"
+    during = [y for grad, y in targets if grad]
+    assert len(during) == len(ds.STACKS) * len(batches)
+    assert all(any(torch.equal(y, b) for _, b in batches) for y in during), "a training step took a held-out loss"
+
+
 @pytest.mark.parametrize("seed", [SEED.lo, 42, SEED.hi])
 def test_held_out_points_are_never_trained_on(ds, seed):
     """What the run hands its trainings (train_and_measure, intercepted): the held-out points

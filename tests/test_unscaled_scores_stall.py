@@ -93,6 +93,17 @@ def test_held_out_queries_are_never_trained_on(us, seed):
     assert torch.cdist(handed[0][1].reshape(-1, us.D_MODEL), trained).min() > 0.1, "a held-out word was trained on"
 
 
+def test_train_measures_before_and_after_on_the_held_out_sentences_it_is_handed(us, monkeypatch):
+    """The real train(), a few steps: both of its measures (before and after) read the held-out
+    sentences it was handed, never a batch (the test above holds only what it is handed)."""
+    held_out = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), us.HELD_OUT)
+    read, real_measure = [], us.measure
+    monkeypatch.setattr(us, "measure", lambda W_Q, W_K, scaled, held: read.append(held) or real_measure(
+        W_Q, W_K, scaled, held))
+    us.train(42, 16, True, 0.3, held_out, steps=3)
+    assert len(read) == 2 and all(held is held_out for held in read), "a measure read other sentences"
+
+
 def test_the_first_step_is_the_same_start_for_both_heads(us):
     """Both heads begin from the same weights: the same word gets the largest weight."""
     held_out = us.sentences(torch.Generator().manual_seed(us.HELD_OUT_SEED), us.HELD_OUT)
